@@ -1,0 +1,47 @@
+"""The ``refqueue`` command: one subcommand per job, each in its own module.
+
+Each module named in ``COMMANDS`` defines ``add_arguments(parser)`` and
+``run(args) -> int``; it is imported only when its subcommand runs, so
+``refqueue explore`` works without torch, redis or java.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "explore": ("refqueue.model.explore_cli", "exhaustively explore the reference model at small bounds"),
+    "check-spec": ("refqueue.spec_check", "model-check the TLA+ spec with TLC against spec/manifest.json"),
+    "certify": ("refqueue.conformance.cli", "certify a queue backend against the reference model"),
+    "bench": ("refqueue.bench", "benchmark the production queue and stores (prints JSON)"),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s module is imported (for its arguments)."""
+    parser = argparse.ArgumentParser(prog="refqueue", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(_module=module)
+        if name == command:
+            importlib.import_module(module).add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(command)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    return int(importlib.import_module(args._module).run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,594 @@
+"""The actions of the reference model, one pure function each.
+
+Every action is ``action(cfg, state, *args) -> Outcome(state, value, error)``:
+it never mutates, never raises for a protocol-level rejection and never reads
+a machine clock.  A rejected call returns ``error=Rejection(kind, message)``
+and the *same* state object; ``kind`` is one of
+
+    "closed"     put after close
+    "duplicate"  put of an id that is pending or leased; store_put of resident data
+    "replay"     put of an id completed within the dedup window (D5)
+    "foreign"    a lease minted by another queue (another epoch) (D1)
+    "capacity"   store_put past the store's byte or sample cap
+    "missing"    get of data that is not resident
+    "invalid"    an argument no call accepts (a non-positive timeout, ...)
+
+The order of the functions is the order of the actions in
+``spec/SampleRefQueue.tla``: the store's put, the producer's put and blocking
+put, the consumer's acquire, get, release, ack, fail, dead_letter and extend,
+then reclaim, close and the passage of time, and the store's scrub.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+from refqueue.model.state import (
+    ACKED,
+    DEAD,
+    LEASED,
+    LIVE,
+    MAX_DELIVERIES_REASON,
+    PENDING,
+    STORED,
+    Config,
+    ModelLease,
+    Rec,
+    State,
+)
+
+__all__ = [
+    "Outcome",
+    "Rejection",
+    "TryPutResult",
+    "store_put",
+    "put",
+    "try_put",
+    "acquire",
+    "get",
+    "release",
+    "ack",
+    "fail",
+    "dead_letter",
+    "extend",
+    "reclaim_expired",
+    "close",
+    "tick",
+    "scrub",
+    "expired",
+    "allowed_acquires",
+    "find",
+    "rec_of",
+    "is_live",
+    "lease_deadline",
+    "pending_count",
+    "outstanding_count",
+    "is_drained",
+    "health",
+    "Health",
+]
+
+
+class Rejection(NamedTuple):
+    kind: str
+    message: str
+
+
+class Outcome(NamedTuple):
+    state: State
+    value: Any
+    error: Rejection | None
+
+
+class TryPutResult(NamedTuple):
+    """One step of ``put_blocks_until_below``: whether the ref was enqueued,
+    and the callbacks fired on the way (``"pause"``/``"resume"``)."""
+
+    enqueued: bool
+    events: tuple[str, ...]
+
+
+class Health(NamedTuple):
+    """``StoreHealth`` as the model sees it."""
+
+    resident_bytes: int
+    capacity_bytes: int | None
+    sample_count: int
+    high_watermark_hit: bool
+    low_watermark_hit: bool
+
+
+# -- reading the state ------------------------------------------------------
+
+
+def find(state: State, sample_id: str) -> int:
+    """Index of ``sample_id`` in ``state.ids``, or -1."""
+    try:
+        return state.ids.index(sample_id)
+    except ValueError:
+        return -1
+
+
+def rec_of(state: State, sample_id: str) -> Rec | None:
+    i = find(state, sample_id)
+    return state.recs[i] if i >= 0 else None
+
+
+def is_live(state: State, lease: ModelLease) -> bool:
+    """Whether ``lease`` is the sample's live lease (same incarnation and delivery)."""
+    rec = rec_of(state, lease.sample_id)
+    return (
+        rec is not None
+        and rec.status == LEASED
+        and rec.incarnation == lease.incarnation
+        and rec.redeliveries == lease.redelivery_count
+    )
+
+
+def lease_deadline(state: State, lease: ModelLease) -> float | None:
+    """The live lease's deadline, or None when the lease is stale."""
+    return rec_of(state, lease.sample_id).deadline if is_live(state, lease) else None  # type: ignore[union-attr]
+
+
+def allowed_acquires(cfg: Config, state: State) -> tuple[str, ...]:
+    """The sample ids an ``acquire`` may return now: the head of ``pending``
+    for a FIFO backend, any pending id for one that delivers in any order."""
+    if not state.pending:
+        return ()
+    return state.pending[:1] if cfg.fifo else state.pending
+
+
+def pending_count(state: State) -> int:
+    return len(state.pending)
+
+
+def outstanding_count(state: State) -> int:
+    return sum(1 for r in state.recs if r.status == LEASED)
+
+
+def is_drained(state: State) -> bool:
+    """Closed, nothing pending and nothing outstanding (D3)."""
+    return state.closed and not state.pending and outstanding_count(state) == 0
+
+
+def health(cfg: Config, state: State) -> Health:
+    """The store's health: counters only, flags against the *store's* watermarks."""
+    return Health(
+        resident_bytes=state.resident_bytes,
+        capacity_bytes=cfg.capacity_bytes,
+        sample_count=state.resident_count,
+        high_watermark_hit=cfg.store_high is not None and state.resident_bytes >= cfg.store_high,
+        low_watermark_hit=cfg.store_low is not None and state.resident_bytes <= cfg.store_low,
+    )
+
+
+# -- helpers that build new states -------------------------------------------
+
+
+def _reject(state: State, kind: str, message: str) -> Outcome:
+    return Outcome(state, None, Rejection(kind, message))
+
+
+def _with_rec(state: State, i: int, rec: Rec, **changes: Any) -> State:
+    """``state`` with ``recs[i]`` replaced by ``rec`` and the other fields in ``changes``."""
+    recs = state.recs[:i] + (rec,) + state.recs[i + 1 :]
+    if not changes:  # the common cases are built directly (NamedTuple._replace is slow)
+        return State(
+            state.now, state.closed, state.paused, state.pending, state.ids, recs,
+            state.resident_bytes, state.resident_count, state.dead, state.completed,
+        )
+    if len(changes) == 1 and "pending" in changes:
+        return State(
+            state.now, state.closed, state.paused, changes["pending"], state.ids, recs,
+            state.resident_bytes, state.resident_count, state.dead, state.completed,
+        )
+    return state._replace(recs=recs, **changes)
+
+
+def _completed(cfg: Config, state: State, sample_id: str) -> tuple[str, ...]:
+    if cfg.dedup_window == 0:
+        return state.completed
+    return (state.completed + (sample_id,))[-cfg.dedup_window :]
+
+
+def _finish(cfg: Config, state: State, i: int, status: str, reason: str | None) -> State:
+    """Move sample ``i`` to a terminal status and scrub its data (D2)."""
+    rec = state.recs[i]
+    sid = state.ids[i]
+    resident_bytes = state.resident_bytes - rec.nbytes if rec.resident else state.resident_bytes
+    resident_count = state.resident_count - 1 if rec.resident else state.resident_count
+    new = rec._replace(status=status, deadline=None, resident=False)
+    dead = state.dead + ((sid, reason),) if status == DEAD else state.dead
+    return _with_rec(
+        state,
+        i,
+        new,
+        resident_bytes=resident_bytes,
+        resident_count=resident_count,
+        dead=dead,
+        completed=_completed(cfg, state, sid),
+    )
+
+
+def _requeue(cfg: Config, state: State, i: int) -> State:
+    """A leased sample comes back (fail or reclaim): pending again with one
+    more redelivery, or dead-lettered once it was delivered max_deliveries times."""
+    rec = state.recs[i]
+    if cfg.max_deliveries is not None and rec.deliveries >= cfg.max_deliveries:
+        state = _with_rec(state, i, rec._replace(redeliveries=rec.redeliveries + 1))
+        return _finish(cfg, state, i, DEAD, MAX_DELIVERIES_REASON)
+    new = Rec(PENDING, rec.incarnation, rec.deliveries, rec.redeliveries + 1, None, rec.resident, rec.nbytes)
+    return _with_rec(state, i, new, pending=state.pending + (state.ids[i],))
+
+
+def _check_lease(cfg: Config, state: State, lease: object, call: str) -> Outcome | None:
+    if not isinstance(lease, ModelLease):
+        return _reject(state, "invalid", f"{call} needs a lease, got {lease!r}; pass what acquire returned")
+    if lease.epoch != cfg.epoch:
+        return _reject(
+            state,
+            "foreign",
+            f"{call} got a lease of queue epoch {lease.epoch!r}, but this queue's epoch is "
+            f"{cfg.epoch!r}; hand a lease back to the queue that issued it",
+        )
+    return None
+
+
+def _check_sample_id(state: State, sample_id: object, call: str) -> Outcome | None:
+    if not isinstance(sample_id, str) or not sample_id:
+        return _reject(state, "invalid", f"{call} needs a non-empty sample_id str, got {sample_id!r}")
+    return None
+
+
+def _check_positive(state: State, value: object, call: str) -> Outcome | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        return _reject(
+            state,
+            "invalid",
+            f"{call} needs a finite number of seconds > 0, got {value!r}; pass a positive duration",
+        )
+    return None
+
+
+def _check_put(cfg: Config, state: State, sample_id: object, call: str) -> Outcome | None:
+    bad = _check_sample_id(state, sample_id, call)
+    if bad is not None:
+        return bad
+    if state.closed:
+        return _reject(state, "closed", f"{call}({sample_id!r}) after close(); the queue takes no more refs")
+    rec = rec_of(state, sample_id)  # type: ignore[arg-type]
+    if rec is not None and rec.status in LIVE:
+        return _reject(
+            state,
+            "duplicate",
+            f"{call}({sample_id!r}): that sample is already {rec.status}; "
+            f"put it again only after its lease is acked or it is dead-lettered",
+        )
+    if cfg.dedup_window and sample_id in state.completed:
+        return _reject(
+            state,
+            "replay",
+            f"{call}({sample_id!r}): that sample completed within the last {cfg.dedup_window} "
+            f"(dedup_window); a restarted producer is replaying it, skip it",
+        )
+    return None
+
+
+# -- the actions, in the spec's order ------------------------------------------
+
+
+def store_put(cfg: Config, state: State, sample_id: str, nbytes: int) -> Outcome:
+    """FeatureStore.put: the producer writes a sample's data.
+
+    Enabled: the data is not already resident and fits under the store's caps.
+    Effect: the data is resident (``resident_bytes += nbytes``); a sample the
+    queue does not hold (new, or completed earlier) becomes STORED, ready to be
+    put as a new incarnation.
+    """
+    bad = _check_sample_id(state, sample_id, "store_put")
+    if bad is not None:
+        return bad
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
+        return _reject(state, "invalid", f"store_put needs nbytes as an int >= 0, got {nbytes!r}")
+    i = find(state, sample_id)
+    rec = state.recs[i] if i >= 0 else None
+    if rec is not None and rec.resident:
+        return _reject(
+            state,
+            "duplicate",
+            f"store_put({sample_id!r}): its data is already resident; a sample id is written once "
+            f"per incarnation",
+        )
+    if cfg.capacity_bytes is not None and state.resident_bytes + nbytes > cfg.capacity_bytes:
+        return _reject(
+            state,
+            "capacity",
+            f"store_put({sample_id!r}) of {nbytes} bytes would hold {state.resident_bytes + nbytes} "
+            f"bytes, over capacity_bytes={cfg.capacity_bytes}; ack samples or raise the cap",
+        )
+    if cfg.max_samples is not None and state.resident_count + 1 > cfg.max_samples:
+        return _reject(
+            state,
+            "capacity",
+            f"store_put({sample_id!r}) would hold {state.resident_count + 1} samples, over "
+            f"max_samples={cfg.max_samples}; ack samples or raise the cap",
+        )
+    counters = dict(resident_bytes=state.resident_bytes + nbytes, resident_count=state.resident_count + 1)
+    if rec is None:
+        new = Rec(STORED, 0, 0, 0, None, True, nbytes)
+        return Outcome(
+            state._replace(ids=state.ids + (sample_id,), recs=state.recs + (new,), **counters), None, None
+        )
+    status = rec.status if rec.status in LIVE else STORED
+    return Outcome(_with_rec(state, i, rec._replace(status=status, resident=True, nbytes=nbytes), **counters), None, None)
+
+
+def put(cfg: Config, state: State, sample_id: str) -> Outcome:
+    """SampleRefQueue.put: enqueue a ref without looking at backpressure.
+
+    Enabled: the queue is open, the id is neither pending nor leased, and
+    (with ``dedup_window``) it did not complete recently (D5).
+    Effect: a new incarnation of the sample is appended to ``pending`` with
+    zero deliveries.
+    """
+    bad = _check_put(cfg, state, sample_id, "put")
+    if bad is not None:
+        return bad
+    i = find(state, sample_id)
+    if i < 0:
+        rec = Rec(PENDING, 1, 0, 0, None, False, 0)
+        new_state = state._replace(
+            pending=state.pending + (sample_id,), ids=state.ids + (sample_id,), recs=state.recs + (rec,)
+        )
+        return Outcome(new_state, None, None)
+    rec = state.recs[i]
+    new = rec._replace(status=PENDING, incarnation=rec.incarnation + 1, deliveries=0, redeliveries=0, deadline=None)
+    return Outcome(_with_rec(state, i, new, pending=state.pending + (sample_id,)), None, None)
+
+
+def try_put(cfg: Config, state: State, sample_id: str) -> Outcome:
+    """One step of SampleRefQueue.put_blocks_until_below (D4).
+
+    Enabled: as ``put`` (a bad put is rejected before any waiting).
+    Effect: ``paused' = paused ? ~(resident <= low) : (resident >= high)``
+    against the store's counters; a change fires ``"pause"`` or ``"resume"``
+    once.  If not paused afterwards the ref is enqueued as by ``put``;
+    otherwise the producer stays blocked.  With no watermarks it never pauses.
+    """
+    bad = _check_put(cfg, state, sample_id, "put_blocks_until_below")
+    if bad is not None:
+        return bad
+    paused = state.paused
+    events: tuple[str, ...] = ()
+    if cfg.high is not None:
+        if paused:
+            if state.resident_bytes <= cfg.low:  # type: ignore[operator]
+                paused, events = False, ("resume",)
+        elif state.resident_bytes >= cfg.high:
+            paused, events = True, ("pause",)
+    if paused:
+        new_state = state._replace(paused=True) if not state.paused else state
+        return Outcome(new_state, TryPutResult(False, events), None)
+    if state.paused:
+        state = state._replace(paused=False)
+    return Outcome(put(cfg, state, sample_id).state, TryPutResult(True, events), None)
+
+
+def acquire(cfg: Config, state: State, choose: str | None = None) -> Outcome:
+    """SampleRefQueue.acquire: lease the next pending ref, or None.
+
+    Enabled: always.  With nothing pending the value is None (terminal only
+    when ``is_drained``: D3) and nothing changes.  Otherwise the head of
+    ``pending`` (or ``choose``, one of ``allowed_acquires``, for a backend that
+    is not FIFO) becomes LEASED with deadline ``now + visibility_timeout`` and
+    one more delivery; the value is its ``ModelLease``.
+    """
+    if not state.pending:
+        return Outcome(state, None, None)
+    if choose is None:
+        sample_id = state.pending[0]
+        rest = state.pending[1:]
+    else:
+        if choose not in allowed_acquires(cfg, state):
+            return _reject(
+                state,
+                "invalid",
+                f"acquire may return one of {list(allowed_acquires(cfg, state))} now, not {choose!r}",
+            )
+        sample_id = choose
+        k = state.pending.index(choose)
+        rest = state.pending[:k] + state.pending[k + 1 :]
+    i = find(state, sample_id)
+    rec = state.recs[i]
+    new = Rec(
+        LEASED, rec.incarnation, rec.deliveries + 1, rec.redeliveries,
+        state.now + cfg.visibility_timeout, rec.resident, rec.nbytes,
+    )
+    lease = ModelLease(cfg.epoch, sample_id, rec.incarnation, rec.redeliveries)
+    return Outcome(_with_rec(state, i, new, pending=rest), lease, None)
+
+
+def get(cfg: Config, state: State, sample_id: str) -> Outcome:
+    """FeatureStore.get: materialise a sample's data.
+
+    Enabled: always; a sample whose data is not resident is rejected as
+    ``"missing"``.  Effect: none on the state (a holder's copy stays valid
+    after a later scrub: D2); the value is True.
+    """
+    bad = _check_sample_id(state, sample_id, "get")
+    if bad is not None:
+        return bad
+    rec = rec_of(state, sample_id)
+    if rec is None or not rec.resident:
+        return _reject(
+            state,
+            "missing",
+            f"get({sample_id!r}): its data is not in the store (never put, or scrubbed after its "
+            f"ack or dead-lettering); a stale lease holder should drop the sample",
+        )
+    return Outcome(state, True, None)
+
+
+def release(cfg: Config, state: State, sample_id: str) -> Outcome:
+    """FeatureStore.release: the holder is done with what ``get`` returned.
+
+    Enabled: always; idempotent.  Effect: none on the state.  A release never
+    scrubs, whoever calls it and whenever (D2); only a live ack does.
+    """
+    bad = _check_sample_id(state, sample_id, "release")
+    if bad is not None:
+        return bad
+    return Outcome(state, None, None)
+
+
+def ack(cfg: Config, state: State, lease: ModelLease) -> Outcome:
+    """SampleRefQueue.ack: the consumer finished the sample.
+
+    Enabled: always (a foreign lease is rejected).  Live lease: the sample is
+    ACKED, its data scrubbed from the store (D2), and it joins the dedup
+    window; value True.  Stale lease (reclaimed, acked, superseded): nothing
+    changes; value False (D1).
+    """
+    bad = _check_lease(cfg, state, lease, "ack")
+    if bad is not None:
+        return bad
+    if not is_live(state, lease):
+        return Outcome(state, False, None)
+    return Outcome(_finish(cfg, state, find(state, lease.sample_id), ACKED, None), True, None)
+
+
+def fail(cfg: Config, state: State, lease: ModelLease) -> Outcome:
+    """SampleRefQueue.fail: the consumer gives the sample back for a retry.
+
+    Enabled: always (a foreign lease is rejected).  Live lease: the sample is
+    appended to ``pending`` with one more redelivery, or dead-lettered with
+    reason ``"max_deliveries"`` once delivered ``max_deliveries`` times (D7);
+    its data is not scrubbed unless dead-lettered; value True.  Stale lease:
+    nothing changes; value False (D1).
+    """
+    bad = _check_lease(cfg, state, lease, "fail")
+    if bad is not None:
+        return bad
+    if not is_live(state, lease):
+        return Outcome(state, False, None)
+    return Outcome(_requeue(cfg, state, find(state, lease.sample_id)), True, None)
+
+
+def dead_letter(cfg: Config, state: State, lease: ModelLease, reason: str) -> Outcome:
+    """SampleRefQueue.dead_letter: the consumer declares the sample poison.
+
+    Enabled: always (a foreign lease or an empty reason is rejected).  Live
+    lease: the sample is DEAD, its data scrubbed, ``(sample_id, reason)``
+    appended to the dead letters; value True.  Stale lease: value False.
+    """
+    bad = _check_lease(cfg, state, lease, "dead_letter")
+    if bad is not None:
+        return bad
+    if not isinstance(reason, str) or not reason:
+        return _reject(state, "invalid", f"dead_letter needs a non-empty reason str, got {reason!r}")
+    if not is_live(state, lease):
+        return Outcome(state, False, None)
+    i = find(state, lease.sample_id)
+    return Outcome(_finish(cfg, state, i, DEAD, reason), True, None)
+
+
+def extend(cfg: Config, state: State, lease: ModelLease, seconds: float) -> Outcome:
+    """SampleRefQueue.extend: a heartbeat for a long step (D7).
+
+    Enabled: always (a foreign lease or a non-positive duration is rejected).
+    Live lease (expired but not yet reclaimed included): its deadline becomes
+    ``now + seconds``; value True.  Stale lease: nothing changes; value False.
+    """
+    bad = _check_lease(cfg, state, lease, "extend") or _check_positive(state, seconds, "extend")
+    if bad is not None:
+        return bad
+    if not is_live(state, lease):
+        return Outcome(state, False, None)
+    i = find(state, lease.sample_id)
+    r = state.recs[i]
+    new = Rec(r.status, r.incarnation, r.deliveries, r.redeliveries, state.now + seconds, r.resident, r.nbytes)
+    return Outcome(_with_rec(state, i, new), True, None)
+
+
+def expired(state: State) -> list[int]:
+    """Indices of leased samples whose deadline has passed (``deadline <= now``),
+    in reclaim order: by deadline, ties by sample id."""
+    now = state.now
+    hits = [i for i, r in enumerate(state.recs) if r.deadline is not None and r.deadline <= now]
+    if len(hits) > 1:
+        hits.sort(key=lambda i: (state.recs[i].deadline, state.ids[i]))
+    return hits
+
+
+def reclaim_expired(cfg: Config, state: State) -> Outcome:
+    """SampleRefQueue.reclaim_expired: take back orphaned leases.
+
+    Enabled: always.  Effect: every lease with ``deadline <= now`` is requeued
+    as by ``fail`` (or dead-lettered), in order of deadline, ties by sample
+    id; the value is how many leases were taken back.
+    """
+    hits = expired(state)
+    for i in hits:
+        state = _requeue(cfg, state, i)
+    return Outcome(state, len(hits), None)
+
+
+def close(cfg: Config, state: State) -> Outcome:
+    """SampleRefQueue.close: no more puts; what is pending or leased still drains.
+
+    Enabled: always; idempotent.
+    """
+    if state.closed:
+        return Outcome(state, None, None)
+    closed = State(
+        state.now, True, state.paused, state.pending, state.ids, state.recs,
+        state.resident_bytes, state.resident_count, state.dead, state.completed,
+    )
+    return Outcome(closed, None, None)
+
+
+def tick(cfg: Config, state: State, seconds: float = 1) -> Outcome:
+    """Time passes (an environment step; the model has no other clock).
+
+    Enabled: always (a non-positive duration is rejected).
+    """
+    bad = _check_positive(state, seconds, "tick")
+    if bad is not None:
+        return bad
+    return Outcome(
+        State(
+            state.now + seconds, state.closed, state.paused, state.pending, state.ids, state.recs,
+            state.resident_bytes, state.resident_count, state.dead, state.completed,
+        ),
+        None,
+        None,
+    )
+
+
+def scrub(cfg: Config, state: State, sample_id: str) -> Outcome:
+    """FeatureStore scrub: the store drops a sample's data.
+
+    The queue calls it when a live ack commits or a sample is dead-lettered
+    (both do it inside ``_finish``); on its own it is the action a broken store
+    takes (``spec/MCReleaseScrubs``), and ``NoScrubBeforeAck`` then flags it.
+    """
+    bad = _check_sample_id(state, sample_id, "scrub")
+    if bad is not None:
+        return bad
+    i = find(state, sample_id)
+    if i < 0 or not state.recs[i].resident:
+        return Outcome(state, None, None)
+    rec = state.recs[i]
+    return Outcome(
+        _with_rec(
+            state,
+            i,
+            rec._replace(resident=False),
+            resident_bytes=state.resident_bytes - rec.nbytes,
+            resident_count=state.resident_count - 1,
+        ),
+        None,
+        None,
+    )
+

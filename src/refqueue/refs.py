@@ -1,0 +1,493 @@
+"""The tensor-free control-plane record: ``SampleRef`` and its parts.
+
+A ``SampleRef`` names one sample's features in a ``FeatureStore`` without
+holding any of them: shapes and dtypes travel, tensors never do.  Everything
+here is immutable, hashable and round-trips through JSON without loss
+(``ref == SampleRef.from_json(ref.to_json())``); nothing is pickled.
+
+``FeatureSpec.dtype`` is kept as a *name* (``"bfloat16"``), so this module
+imports without torch; ``FeatureSpec(shape, torch.bfloat16)`` is accepted too,
+and ``FeatureSpec.torch_dtype`` imports torch only when it is asked for.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "DTYPE_SIZES",
+    "FeatureAlgorithm",
+    "FeatureSpec",
+    "FrozenMap",
+    "SampleRef",
+    "assert_no_tensors",
+    "dtype_name",
+]
+
+# Element size in bytes of every dtype a FeatureSpec may name.
+DTYPE_SIZES: Mapping[str, int] = {
+    "bool": 1,
+    "uint8": 1,
+    "int8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+    "float16": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float64": 8,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "complex64": 8,
+    "complex128": 16,
+}
+
+
+class FeatureAlgorithm(str, enum.Enum):
+    """The speculative-decoding recipe a sample's features were made for."""
+
+    EAGLE3 = "eagle3"
+    DFLASH = "dflash"
+    DSPARK = "dspark"
+
+    @property
+    def required_features(self) -> tuple[str, ...]:
+        """Feature names a ref of this algorithm must carry."""
+        return _REQUIRED[self]
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_REQUIRED: dict[FeatureAlgorithm, tuple[str, ...]] = {
+    FeatureAlgorithm.EAGLE3: ("aux_hidden_states", "input_ids", "attention_mask", "loss_mask"),
+    FeatureAlgorithm.DFLASH: ("hidden_states", "input_ids", "attention_mask", "loss_mask"),
+    FeatureAlgorithm.DSPARK: (
+        "target_hidden_states",
+        "target_last_hidden_states",
+        "input_ids",
+        "loss_mask",
+    ),
+}
+
+
+def _is_torch_dtype(value: object) -> bool:
+    cls = type(value)
+    return cls.__name__ == "dtype" and cls.__module__ == "torch"
+
+
+def dtype_name(dtype: object) -> str:
+    """The refqueue name of ``dtype`` (a name, a ``torch.dtype`` or a numpy dtype).
+
+    >>> dtype_name("bfloat16")
+    'bfloat16'
+    """
+    if isinstance(dtype, str):
+        name = dtype[6:] if dtype.startswith("torch.") else dtype
+    elif _is_torch_dtype(dtype):
+        name = str(dtype)[len("torch.") :]
+    elif type(dtype).__module__.startswith("numpy") and hasattr(dtype, "name"):
+        name = str(dtype.name)  # type: ignore[attr-defined]
+    else:
+        raise TypeError(
+            f"dtype {dtype!r} ({type(dtype).__name__}) is neither a dtype name nor a torch.dtype; "
+            f"pass a name such as 'bfloat16' or a torch.dtype such as torch.bfloat16"
+        )
+    if name == "bool_":
+        name = "bool"
+    if name not in DTYPE_SIZES:
+        raise ValueError(
+            f"dtype {dtype!r} is not one refqueue can size; "
+            f"use one of {', '.join(sorted(DTYPE_SIZES))}"
+        )
+    return name
+
+
+class FrozenMap(Mapping[str, Any]):
+    """An immutable, hashable, *ordered* mapping (order is part of equality).
+
+    Feature order is significant (a draft may size a projection by the order
+    of the aux hidden states), so ``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}``
+    are different feature maps here.
+    """
+
+    __slots__ = ("_items", "_dict", "_hash")
+
+    def __init__(self, items: Mapping[str, Any] | tuple[tuple[str, Any], ...] = ()):
+        pairs = tuple(items.items()) if isinstance(items, Mapping) else tuple(items)
+        self._items = pairs
+        self._dict = dict(pairs)
+        self._hash: int | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._dict[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenMap):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._items == tuple(other.items())
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(self._items)
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({dict(self._items)!r})"
+
+
+def _check_name(owner: str, field: str, value: object, fix: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{owner}.{field} must be a non-empty str, got {value!r}; {fix}")
+
+
+def _check_count(owner: str, field: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{owner}.{field} must be an int, got {value!r} ({type(value).__name__}); "
+            f"pass a whole number (a bool is not accepted)"
+        )
+    if value < 0:
+        raise ValueError(f"{owner}.{field} must be >= 0, got {value}; pass a non-negative count")
+
+
+def _check_version(field: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(
+            f"SampleRef.{field} must be a str or an int, got {value!r} ({type(value).__name__}); "
+            f"pass the version label or step number"
+        )
+    if isinstance(value, str) and not value:
+        raise ValueError(f"SampleRef.{field} must not be empty; pass the version label")
+    if isinstance(value, int) and value < 0:
+        raise ValueError(f"SampleRef.{field} must be >= 0, got {value}; pass the step number")
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureSpec:
+    """Shape and dtype of one feature; ``dtype`` is kept by name."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __init__(self, shape: Any, dtype: Any) -> None:
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+            raise TypeError(
+                f"FeatureSpec.shape must be a sequence of ints, got {shape!r}; "
+                f"pass e.g. (seq_len, hidden)"
+            )
+        dims = tuple(shape)
+        for dim in dims:
+            if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
+                raise ValueError(
+                    f"FeatureSpec.shape {dims!r} has dimension {dim!r}; "
+                    f"every dimension must be an int >= 0"
+                )
+        object.__setattr__(self, "shape", dims)
+        object.__setattr__(self, "dtype", dtype_name(dtype))
+
+    @property
+    def numel(self) -> int:
+        """Number of elements (1 for a scalar, shape ``()``)."""
+        return math.prod(self.shape)
+
+    @property
+    def element_size(self) -> int:
+        return DTYPE_SIZES[self.dtype]
+
+    @property
+    def nbytes(self) -> int:
+        """``numel * element_size``: the bytes one tensor of this spec holds."""
+        return self.numel * self.element_size
+
+    @property
+    def torch_dtype(self) -> Any:
+        """The ``torch.dtype`` of this spec; imports torch on first use."""
+        import torch
+
+        return getattr(torch, self.dtype)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "dtype": self.dtype}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FeatureSpec:
+        if not isinstance(data, Mapping) or set(data) != {"shape", "dtype"}:
+            raise ValueError(
+                f"a FeatureSpec dict needs exactly the keys 'shape' and 'dtype', got {data!r}"
+            )
+        return cls(data["shape"], data["dtype"])
+
+    @classmethod
+    def of(cls, tensor: Any) -> FeatureSpec:
+        """The spec of a torch tensor (or anything with ``shape`` and ``dtype``)."""
+        return cls(tuple(tensor.shape), tensor.dtype)
+
+
+_REF_FIELDS = (
+    "sample_id",
+    "run_id",
+    "store_uri",
+    "feature_keys",
+    "feature_specs",
+    "algorithm",
+    "schema_version",
+    "num_tokens",
+    "estimated_bytes",
+    "target_model_version",
+    "draft_weight_version",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SampleRef:
+    """A reference to one sample's features in a store: ids, shapes, sizes, no tensors.
+
+    Validated on construction: non-empty ids, a ``scheme://location`` store
+    URI, the same feature names (in the same order) in ``feature_keys`` and
+    ``feature_specs``, every feature its ``algorithm`` requires, non-negative
+    counts, and ``estimated_bytes`` equal to the sum of the specs' bytes.
+    """
+
+    sample_id: str
+    run_id: str
+    store_uri: str
+    feature_keys: Mapping[str, str]
+    feature_specs: Mapping[str, FeatureSpec]
+    algorithm: FeatureAlgorithm
+    schema_version: int
+    num_tokens: int
+    estimated_bytes: int
+    target_model_version: str | int
+    draft_weight_version: str | int
+
+    def __post_init__(self) -> None:
+        _check_name("SampleRef", "sample_id", self.sample_id, "pass the producer's id for this sample")
+        _check_name("SampleRef", "run_id", self.run_id, "pass the id of the training run")
+        _check_store_uri(self.store_uri)
+        algorithm = self.algorithm
+        if not isinstance(algorithm, FeatureAlgorithm):
+            try:
+                algorithm = FeatureAlgorithm(algorithm)
+            except ValueError:
+                raise ValueError(
+                    f"SampleRef.algorithm {self.algorithm!r} is not a FeatureAlgorithm; "
+                    f"use one of {', '.join(a.value for a in FeatureAlgorithm)}"
+                ) from None
+            object.__setattr__(self, "algorithm", algorithm)
+        keys = _frozen_features("feature_keys", self.feature_keys)
+        specs = _frozen_features("feature_specs", self.feature_specs)
+        for name, key in keys.items():
+            _check_name("SampleRef", f"feature_keys[{name!r}]", key, "pass the store key of this feature")
+        fixed_specs = {}
+        for name, spec in specs.items():
+            if isinstance(spec, Mapping):
+                spec = FeatureSpec.from_dict(spec)
+            if not isinstance(spec, FeatureSpec):
+                raise TypeError(
+                    f"SampleRef.feature_specs[{name!r}] must be a FeatureSpec, got {spec!r}; "
+                    f"build it with FeatureSpec(shape, dtype)"
+                )
+            fixed_specs[name] = spec
+        specs = FrozenMap(fixed_specs)
+        if tuple(keys) != tuple(specs):
+            raise ValueError(
+                f"SampleRef.feature_keys names {list(keys)} but feature_specs names {list(specs)}; "
+                f"both must name the same features in the same order"
+            )
+        missing = [f for f in algorithm.required_features if f not in keys]
+        if missing:
+            raise ValueError(
+                f"SampleRef {self.sample_id!r} for algorithm {algorithm.value!r} lacks the "
+                f"required features {missing}; add them (it needs "
+                f"{list(algorithm.required_features)})"
+            )
+        object.__setattr__(self, "feature_keys", keys)
+        object.__setattr__(self, "feature_specs", specs)
+        _check_count("SampleRef", "schema_version", self.schema_version)
+        _check_count("SampleRef", "num_tokens", self.num_tokens)
+        _check_count("SampleRef", "estimated_bytes", self.estimated_bytes)
+        expected = sum(spec.nbytes for spec in specs.values())
+        if self.estimated_bytes != expected:
+            raise ValueError(
+                f"SampleRef {self.sample_id!r} has estimated_bytes={self.estimated_bytes} but its "
+                f"feature_specs add up to {expected} bytes; pass estimated_bytes={expected}"
+            )
+        _check_version("target_model_version", self.target_model_version)
+        _check_version("draft_weight_version", self.draft_weight_version)
+
+    # -- serialisation (JSON, never pickle) ---------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; ``SampleRef.from_dict`` inverts it exactly."""
+        return {
+            "sample_id": self.sample_id,
+            "run_id": self.run_id,
+            "store_uri": self.store_uri,
+            "feature_keys": dict(self.feature_keys),
+            "feature_specs": {k: s.to_dict() for k, s in self.feature_specs.items()},
+            "algorithm": self.algorithm.value,
+            "schema_version": self.schema_version,
+            "num_tokens": self.num_tokens,
+            "estimated_bytes": self.estimated_bytes,
+            "target_model_version": self.target_model_version,
+            "draft_weight_version": self.draft_weight_version,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SampleRef:
+        if not isinstance(data, Mapping):
+            raise TypeError(f"SampleRef.from_dict needs a dict, got {type(data).__name__}")
+        unknown = sorted(set(data) - set(_REF_FIELDS))
+        missing = [f for f in _REF_FIELDS if f not in data]
+        if unknown or missing:
+            raise ValueError(
+                f"a SampleRef dict must have exactly the fields {list(_REF_FIELDS)}; "
+                f"missing {missing}, unknown {unknown}"
+            )
+        specs = data["feature_specs"]
+        if not isinstance(specs, Mapping):
+            raise TypeError(f"SampleRef dict field 'feature_specs' must be a dict, got {specs!r}")
+        fields = dict(data)
+        fields["feature_specs"] = {k: FeatureSpec.from_dict(v) for k, v in specs.items()}
+        return cls(**fields)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> SampleRef:
+        return cls.from_dict(json.loads(text))
+
+    # -- conveniences -------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        sample_id: str,
+        specs: Mapping[str, FeatureSpec],
+        *,
+        algorithm: FeatureAlgorithm | str,
+        store_uri: str = "mem://local",
+        run_id: str = "run",
+        schema_version: int = 1,
+        num_tokens: int = 0,
+        target_model_version: str | int = "target",
+        draft_weight_version: str | int = 0,
+        key_prefix: str | None = None,
+    ) -> SampleRef:
+        """A ref whose feature keys are ``"<sample_id>/<feature>"`` and whose size is computed."""
+        prefix = sample_id if key_prefix is None else key_prefix
+        specs = {k: (FeatureSpec.from_dict(v) if isinstance(v, Mapping) else v) for k, v in specs.items()}
+        for name, spec in specs.items():
+            if not isinstance(spec, FeatureSpec):
+                raise TypeError(f"spec for feature {name!r} must be a FeatureSpec, got {spec!r}")
+        return cls(
+            sample_id=sample_id,
+            run_id=run_id,
+            store_uri=store_uri,
+            feature_keys={name: f"{prefix}/{name}" for name in specs},
+            feature_specs=specs,
+            algorithm=algorithm,
+            schema_version=schema_version,
+            num_tokens=num_tokens,
+            estimated_bytes=sum(s.nbytes for s in specs.values()),
+            target_model_version=target_model_version,
+            draft_weight_version=draft_weight_version,
+        )
+
+
+def _check_store_uri(uri: object) -> None:
+    if not isinstance(uri, str) or "://" not in uri:
+        raise ValueError(
+            f"SampleRef.store_uri must look like 'scheme://location', got {uri!r}; "
+            f"e.g. 'mem://local' or 'shared:///mnt/features'"
+        )
+    scheme, _, location = uri.partition("://")
+    if not scheme or not (scheme[0].isalpha() and all(c.isalnum() or c in "+-." for c in scheme)):
+        raise ValueError(
+            f"SampleRef.store_uri {uri!r} has no valid scheme before '://'; "
+            f"start it with letters, e.g. 'mem://local'"
+        )
+    if not location:
+        raise ValueError(
+            f"SampleRef.store_uri {uri!r} has nothing after '://'; name the location, e.g. 'mem://local'"
+        )
+
+
+def _frozen_features(field: str, value: object) -> FrozenMap:
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"SampleRef.{field} must be a mapping of feature name to value, got {type(value).__name__}"
+        )
+    if not value:
+        raise ValueError(f"SampleRef.{field} is empty; a ref carries at least one feature")
+    for name in value:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"SampleRef.{field} has feature name {name!r}; names are non-empty str")
+    return value if isinstance(value, FrozenMap) else FrozenMap(value)
+
+
+_ARRAY_MODULES = ("torch", "numpy", "jax", "jaxlib", "cupy", "tensorflow", "mlx")
+
+
+def _looks_like_tensor(obj: object) -> bool:
+    if isinstance(obj, (str, bytes, int, float, bool, type(None), enum.Enum)):
+        return False
+    module = type(obj).__module__ or ""
+    if module.split(".")[0] in _ARRAY_MODULES and not isinstance(obj, type):
+        return not _is_torch_dtype(obj) and type(obj).__name__ not in ("dtype", "device", "Size")
+    return any(hasattr(obj, a) for a in ("__dlpack__", "__cuda_array_interface__", "__array_interface__"))
+
+
+def assert_no_tensors(obj: object, where: str = "ref") -> None:
+    """Raise ``TypeError`` if ``obj`` holds a tensor or array anywhere inside.
+
+    Walks mappings, sequences, sets and dataclass-like objects (``__slots__``
+    or ``__dict__``), naming the path of the first offender.
+    """
+    seen: set[int] = set()
+
+    def walk(value: object, path: str) -> None:
+        if _looks_like_tensor(value):
+            raise TypeError(
+                f"{path} is a {type(value).__module__}.{type(value).__name__}: the control plane "
+                f"carries no tensors or arrays; put the data in a FeatureStore and pass its SampleRef"
+            )
+        if isinstance(value, (str, bytes, int, float, bool, type(None), enum.Enum)):
+            return
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                walk(key, f"{path} key {key!r}")
+                walk(item, f"{path}[{key!r}]")
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            for i, item in enumerate(value):
+                walk(item, f"{path}[{i}]")
+        else:
+            slots = getattr(type(value), "__slots__", ())
+            for name in slots if isinstance(slots, (tuple, list)) else (slots,):
+                if hasattr(value, name) and not name.startswith("__"):
+                    walk(getattr(value, name), f"{path}.{name}")
+            for name, item in getattr(value, "__dict__", {}).items():
+                walk(item, f"{path}.{name}")
+
+    walk(obj, where)
