@@ -40,6 +40,7 @@ __all__ = [
     "StaleOpsChangeNothing",
     "PauseOnlyAtHigh",
     "ResumeOnlyAtLow",
+    "NoFlapping",
     "violated",
 ]
 
@@ -198,10 +199,22 @@ def ResumeOnlyAtLow(cfg: Config, before: State, after: State, action: str, value
     return not before.paused or after.paused or (cfg.low is not None and before.resident_bytes <= cfg.low)
 
 
+def NoFlapping(cfg: Config, before: State, after: State, action: str, value: object) -> bool:
+    """A resume happens strictly below the high watermark and a pause strictly
+    above the low one, so residency must move across the band between a pause
+    and the next resume (what an empty band, ``low == high``, breaks: D4)."""
+    if before.paused == after.paused:
+        return True
+    if after.paused:
+        return cfg.low is not None and before.resident_bytes > cfg.low
+    return cfg.high is not None and before.resident_bytes < cfg.high
+
+
 TRANSITION_INVARIANTS: dict[str, Callable[..., bool]] = {
     "StaleOpsChangeNothing": StaleOpsChangeNothing,
     "PauseOnlyAtHigh": PauseOnlyAtHigh,
     "ResumeOnlyAtLow": ResumeOnlyAtLow,
+    "NoFlapping": NoFlapping,
 }
 
 
