@@ -117,13 +117,11 @@ def rec_of(state: State, sample_id: str) -> Rec | None:
 
 def is_live(state: State, lease: ModelLease) -> bool:
     """Whether ``lease`` is the sample's live lease (same incarnation and delivery)."""
-    rec = rec_of(state, lease.sample_id)
-    return (
-        rec is not None
-        and rec.status == LEASED
-        and rec.incarnation == lease.incarnation
-        and rec.redeliveries == lease.redelivery_count
-    )
+    try:
+        rec = state.recs[state.ids.index(lease.sample_id)]
+    except ValueError:
+        return False
+    return rec.status == LEASED and rec.incarnation == lease.incarnation and rec.redeliveries == lease.redelivery_count
 
 
 def lease_deadline(state: State, lease: ModelLease) -> float | None:

@@ -98,8 +98,8 @@ def PendingAndLeasedDisjoint(cfg: Config, state: State, consumers: Consumers = (
 def AtMostOneLiveLeasePerSample(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
     """No two consumers hold a live lease on the same sample, and a live lease
     is held only for a LEASED sample (a lease's identity is its delivery)."""
-    live = [c.lease.sample_id for c in consumers if c.lease is not None and is_live(state, c.lease)]
-    return len(live) == len(set(live))
+    live = [lease.sample_id for lease, _, _ in consumers if lease is not None and is_live(state, lease)]
+    return len(live) < 2 or len(live) == len(set(live))
 
 
 def NoScrubBeforeAck(cfg: Config, state: State, consumers: Consumers = ()) -> bool:

@@ -82,7 +82,7 @@ def make_world(
     anchor_consumer: bool = False,
 ) -> World:
     """Bounds with validation; every sample has ``sample_bytes`` bytes and the
-    store's capacity defaults to all of them."""
+    store's capacity defaults to all of them (at least the high watermark)."""
     for name, value, minimum in (
         ("samples", samples, 1),
         ("consumers", consumers, 1),
@@ -93,7 +93,7 @@ def make_world(
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
     if capacity is None:
-        capacity = samples * sample_bytes
+        capacity = max(samples * sample_bytes, high or 0)
     if low is not None and sample_bytes > low:
         raise ValueError(
             f"sample_bytes={sample_bytes} exceeds the low watermark {low}: a producer blocked "

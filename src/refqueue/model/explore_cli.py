@@ -1,0 +1,193 @@
+"""``refqueue explore``: exhaustive search of the reference model at small bounds.
+
+Two runs by default:
+
+1. the protocol as designed, which must finish with every invariant holding
+   in every reachable state (verdict ``ok``);
+2. the same world with the anchor's consumer loop (stop when ``acquire`` is
+   None and ``is_closed``), which must *fail*: it prints the shortest trace to
+   a ``TerminalNoneMeansDrained`` violation and to a state where every consumer
+   has stopped with work left (lost work).  This shows the invariants bite.
+
+Exit status: 0 when run 1 is ok and run 2 found its counterexample; 1 on a
+violation in run 1 (or no counterexample in run 2); 3 when a budget ran out
+(verdict ``unknown``, never a pass).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from refqueue.model.explorer import ExploreResult, Step, explore, work_lost
+from refqueue.model.world import Node, World, make_world
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    b = parser.add_argument_group("bounds")
+    b.add_argument("--samples", type=int, default=3, help="samples the producer makes (default 3)")
+    b.add_argument("--consumers", type=int, default=2, help="consumer threads (default 2)")
+    b.add_argument(
+        "--max-deliveries", type=int, default=2, help="deliveries before dead-lettering; 0 for no limit (default 2)"
+    )
+    b.add_argument("--horizon", type=int, default=3, help="the clock stops at this time (default 3)")
+    b.add_argument("--visibility", type=int, default=1, help="visibility timeout in clock ticks (default 1)")
+    b.add_argument("--high", type=int, default=2, help="high watermark in bytes; each sample is 1 byte (default 2)")
+    b.add_argument("--low", type=int, default=1, help="low watermark in bytes (default 1)")
+    b.add_argument("--capacity", type=int, default=None, help="store capacity in bytes (default: all samples)")
+    r = parser.add_argument_group("run")
+    r.add_argument("--max-states", type=int, default=None, help="stop (verdict unknown) after this many states")
+    r.add_argument("--max-seconds", type=float, default=None, help="stop (verdict unknown) after this long")
+    r.add_argument("--no-anchor", action="store_true", help="skip the anchor-consumer counterexample run")
+    r.add_argument("--anchor-only", action="store_true", help="run only the anchor-consumer counterexample")
+    r.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    r.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def _world(args: argparse.Namespace, anchor: bool) -> World:
+    return make_world(
+        samples=args.samples,
+        consumers=args.consumers,
+        max_deliveries=args.max_deliveries or None,
+        horizon=args.horizon,
+        visibility_timeout=args.visibility,
+        high=args.high,
+        low=args.low,
+        capacity=args.capacity,
+        anchor_consumer=anchor,
+    )
+
+
+def render_node(node: Node) -> str:
+    """One line per node: clock, flags, pending, samples, consumers."""
+    s = node.state
+    samples = []
+    for sid, r in zip(s.ids, s.recs):
+        bits = f"{sid}:{r.status}"
+        if r.deliveries:
+            bits += f" d={r.deliveries}"
+        if r.deadline is not None:
+            bits += f" dl={r.deadline}"
+        if not r.resident and r.status not in ("acked", "dead"):
+            bits += " NOT-RESIDENT"
+        if r.resident and r.status in ("acked", "dead"):
+            bits += " RESIDENT"
+        samples.append(bits)
+    consumers = []
+    for c, me in enumerate(node.consumers):
+        if me.stopped:
+            consumers.append(f"c{c}:stopped")
+        elif me.lease is None:
+            consumers.append(f"c{c}:idle")
+        else:
+            held = "+data" if me.holding else ""
+            consumers.append(f"c{c}:{me.lease.sample_id}#{me.lease.redelivery_count}{held}")
+    flags = ",".join(f for f, on in (("closed", s.closed), ("paused", s.paused)) if on) or "open"
+    return (
+        f"now={s.now} {flags} resident={s.resident_bytes} pending={list(s.pending)} "
+        f"[{'; '.join(samples)}] [{', '.join(consumers)}]"
+    )
+
+
+def render_trace(trace: list[Step]) -> list[str]:
+    return [f"{i:3d}. {step.label():<22} {render_node(step.node)}" for i, step in enumerate(trace)]
+
+
+def _summary(name: str, world: World, result: ExploreResult) -> dict[str, Any]:
+    return {
+        "run": name,
+        "verdict": result.verdict,
+        "reason": result.reason,
+        "distinct_states": result.distinct_states,
+        "transitions": result.transitions,
+        "depth": result.depth,
+        "seconds": round(result.seconds, 3),
+        "states_per_second": round(result.states_per_second),
+        "transitions_per_second": round(result.transitions / result.seconds) if result.seconds else None,
+        "bounds": {
+            "samples": len(world.samples),
+            "consumers": world.consumers,
+            "max_deliveries": world.cfg.max_deliveries,
+            "horizon": world.horizon,
+            "visibility": world.cfg.visibility_timeout,
+            "high": world.cfg.high,
+            "low": world.cfg.low,
+            "capacity": world.cfg.capacity_bytes,
+        },
+        "violations": {k: [s.label() for s in v] for k, v in result.violations.items()},
+        "goals": {k: [s.label() for s in v] for k, v in result.goals.items()},
+    }
+
+
+def _progress(quiet: bool, name: str):
+    if quiet:
+        return None
+
+    def report(distinct: int, transitions: int, depth: int, seconds: float) -> None:
+        print(
+            f"  [{name}] {distinct:,} states, {transitions:,} transitions, depth {depth}, "
+            f"{seconds:.1f} s ({distinct / seconds:,.0f} states/s)",
+            file=sys.stderr,
+        )
+
+    return report
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        worlds = []
+        if not args.anchor_only:
+            worlds.append(("protocol", _world(args, anchor=False)))
+        if not args.no_anchor:
+            worlds.append(("anchor-consumer", _world(args, anchor=True)))
+    except (TypeError, ValueError) as exc:
+        print(f"refqueue explore: {exc}", file=sys.stderr)
+        return 2
+    status = 0
+    report: list[dict[str, Any]] = []
+    for name, world in worlds:
+        anchor = world.anchor_consumer
+        if not args.quiet:
+            print(f"exploring {name} ...", file=sys.stderr)
+        result = explore(
+            world,
+            max_states=args.max_states,
+            max_seconds=args.max_seconds,
+            stop_on_violation=not anchor,
+            goals={"WorkLost": work_lost} if anchor else None,
+            progress=_progress(args.quiet, name),
+        )
+        summary = _summary(name, world, result)
+        report.append(summary)
+        if anchor:
+            found = "TerminalNoneMeansDrained" in result.violations
+            summary["expected_counterexample_found"] = found
+            if not found:
+                status = max(status, 3 if result.verdict == "unknown" else 1)
+        elif result.verdict == "violation":
+            status = max(status, 1)
+        elif result.verdict == "unknown":
+            status = max(status, 3)
+        if not args.json:
+            _print_text(name, result)
+    if args.json:
+        print(json.dumps(report if len(report) > 1 else report[0], indent=2))
+    return status
+
+
+def _print_text(name: str, result: ExploreResult) -> None:
+    print(f"== {name}: {result.verdict}" + (f" ({result.reason})" if result.reason else ""))
+    print(
+        f"   distinct states {result.distinct_states:,}   transitions {result.transitions:,}   "
+        f"depth {result.depth}   {result.seconds:.2f} s   {result.states_per_second:,.0f} states/s"
+    )
+    for inv, trace in result.violations.items():
+        print(f"   VIOLATION of {inv}: shortest trace, {len(trace) - 1} steps")
+        for line in render_trace(trace):
+            print("     " + line)
+    for goal, trace in result.goals.items():
+        print(f"   reached {goal}: shortest trace, {len(trace) - 1} steps")
+        for line in render_trace(trace):
+            print("     " + line)

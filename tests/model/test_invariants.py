@@ -1,0 +1,121 @@
+"""Each invariant holds on good states and flags a hand-broken one."""
+
+import pytest
+
+from refqueue import model as M
+from refqueue.model import actions as A
+from refqueue.model import invariants as I
+from refqueue.model.world import Consumer
+
+C = M.make_config(visibility_timeout=5, max_deliveries=2, store_high_watermark_bytes=8, store_low_watermark_bytes=4,
+                  capacity_bytes=16)
+
+
+def good():
+    """a: leased (held by consumer 0), b: pending, c: acked; 12 bytes resident."""
+    s = M.initial_state()
+    for sid in ("a", "b", "c"):
+        s = A.store_put(C, s, sid, 4).state
+        s = A.put(C, s, sid).state
+    s, lease_a = A.acquire(C, s).state, A.acquire(C, s).value
+    s2 = A.fail(C, s, lease_a).state  # a pending again with one redelivery
+    s2, b = A.acquire(C, s2).state, A.acquire(C, s2).value  # b leased
+    s2, c = A.acquire(C, s2).state, A.acquire(C, s2).value  # c leased
+    s2 = A.ack(C, s2, c).state
+    s2, a = A.acquire(C, s2).state, A.acquire(C, s2).value  # a leased, redelivery 1
+    consumers = (Consumer(a, True, False), Consumer(b, False, False))
+    return s2, consumers
+
+
+def rec(state, sid):
+    return A.find(state, sid), A.rec_of(state, sid)
+
+
+def with_rec(state, sid, **changes):
+    i, r = rec(state, sid)
+    return state._replace(recs=state.recs[:i] + (r._replace(**changes),) + state.recs[i + 1:])
+
+
+def test_good_state_satisfies_every_invariant():
+    s, consumers = good()
+    assert I.violated(C, s, consumers) == []
+
+
+BROKEN = {
+    "TypeOK": lambda s, cs: (with_rec(s, "a", status="lost"), cs),
+    "PendingAndLeasedDisjoint": lambda s, cs: (s._replace(pending=s.pending + ("a",)), cs),
+    "AtMostOneLiveLeasePerSample": lambda s, cs: (s, (cs[0], Consumer(cs[0].lease, False, False))),
+    "NoScrubBeforeAck": lambda s, cs: (
+        with_rec(s, "a", resident=False)._replace(resident_bytes=s.resident_bytes - 4, resident_count=s.resident_count - 1),
+        cs,
+    ),
+    "NothingResidentAfterAck": lambda s, cs: (
+        with_rec(s, "c", resident=True)._replace(resident_bytes=s.resident_bytes + 4, resident_count=s.resident_count + 1),
+        cs,
+    ),
+    "ResidencyMatchesContents": lambda s, cs: (s._replace(resident_bytes=s.resident_bytes - 1), cs),
+    "RedeliveryCountsDeliveries": lambda s, cs: (with_rec(s, "a", deliveries=1), cs),
+    "TerminalNoneMeansDrained": lambda s, cs: (s._replace(closed=True), (cs[0], Consumer(None, False, True))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(I.STATE_INVARIANTS))
+def test_each_state_invariant_flags_a_hand_broken_state(name):
+    s, consumers = good()
+    broken_s, broken_c = BROKEN[name](s, consumers)
+    assert not I.STATE_INVARIANTS[name](C, broken_s, broken_c)
+    assert name in I.violated(C, broken_s, broken_c)
+
+
+def test_negative_residency_is_flagged():
+    s = M.initial_state()._replace(resident_bytes=-4)
+    assert not I.ResidencyMatchesContents(C, s)
+
+
+def test_delivered_past_max_is_flagged():
+    s, consumers = good()
+    dead = with_rec(s, "b", status=M.DEAD, deliveries=3, deadline=None, resident=False)
+    assert not I.RedeliveryCountsDeliveries(C, dead)
+
+
+def test_invariants_cover_design_names():
+    assert set(I.STATE_INVARIANTS) | set(I.TRANSITION_INVARIANTS) == {
+        "TypeOK", "PendingAndLeasedDisjoint", "AtMostOneLiveLeasePerSample", "NoScrubBeforeAck",
+        "NothingResidentAfterAck", "ResidencyMatchesContents", "RedeliveryCountsDeliveries",
+        "TerminalNoneMeansDrained", "StaleOpsChangeNothing", "PauseOnlyAtHigh", "ResumeOnlyAtLow", "NoFlapping",
+    }
+
+
+# -- transition properties -------------------------------------------------------
+
+
+def test_stale_ops_change_nothing_flags_a_stale_op_that_changed_state():
+    s, _ = good()
+    changed = s._replace(now=s.now + 1)
+    assert I.StaleOpsChangeNothing(C, s, s, "Ack", False)
+    assert I.StaleOpsChangeNothing(C, s, changed, "Ack", True)
+    assert not I.StaleOpsChangeNothing(C, s, changed, "Ack", False)
+    assert not I.StaleOpsChangeNothing(C, s, changed, "Fail", False)
+
+
+def test_pause_only_at_high_flags_an_early_pause():
+    low = M.initial_state()._replace(resident_bytes=7)
+    assert not I.PauseOnlyAtHigh(C, low, low._replace(paused=True), "TryPut", None)
+    at = low._replace(resident_bytes=8)
+    assert I.PauseOnlyAtHigh(C, at, at._replace(paused=True), "TryPut", None)
+
+
+def test_resume_only_at_low_flags_an_early_resume():
+    paused = M.initial_state()._replace(paused=True, resident_bytes=5)
+    assert not I.ResumeOnlyAtLow(C, paused, paused._replace(paused=False), "TryPut", None)
+    at = paused._replace(resident_bytes=4)
+    assert I.ResumeOnlyAtLow(C, at, at._replace(paused=False), "TryPut", None)
+
+
+def test_no_flapping_flags_an_empty_band():
+    flat = M.make_config(visibility_timeout=5, store_high_watermark_bytes=5, store_low_watermark_bytes=4)
+    flat = flat._replace(low=5)  # what an unvalidated low == high would do
+    paused = M.initial_state()._replace(paused=True, resident_bytes=5)
+    assert I.ResumeOnlyAtLow(flat, paused, paused._replace(paused=False), "TryPut", None)
+    assert not I.NoFlapping(flat, paused, paused._replace(paused=False), "TryPut", None)
+    assert I.NoFlapping(C, paused._replace(resident_bytes=4), paused._replace(paused=False, resident_bytes=4), "TryPut", None)
