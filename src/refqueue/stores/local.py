@@ -1,0 +1,518 @@
+"""``LocalFeatureStore``: an in-process ``FeatureStore`` of torch tensors.
+
+Design notes (the contract is ``refqueue.store``; decisions D2 and D6 of the
+design page are the reasons for most of what follows):
+
+* **Copies in, copies out.**  ``put`` copies each tensor to the store's device
+  (detached, contiguous, in storage only the store holds), so a producer that
+  reuses or mutates its buffers after ``put`` cannot change stored data.
+  ``get`` returns fresh copies too: torch has no read-only tensors, and a
+  consumer that edits a feature in place (say, masks ``loss_mask``) and then
+  fails must not hand the edit to the sample's redelivery.  A copy is also
+  what keeps a holder's tensors valid after the sample is scrubbed (D2).
+* **No copy under the lock** (D6).  Every tensor copy runs outside
+  ``self._lock``: ``put`` reserves the sample's room under the lock, copies
+  without it, then commits under it; ``get`` takes the stored tensors and a
+  handle under the lock and copies after.  ``health()`` takes no lock at all:
+  it reads ``self._counters``, a tuple that is replaced (never mutated) under
+  the lock, so it can neither wait for a copy nor see a half-made update.
+* **Only a scrub removes data.**  ``release`` ends a holder's use and nothing
+  else; ``gc`` sweeps handles whose sample is gone (holders that never
+  released), never resident data.
+* **CUDA.**  A store on ``cuda`` records an event on the putting thread's
+  current stream after the copy; a ``get`` makes its own current stream wait
+  for that event before it copies, and marks the stored tensors as used by
+  that stream (``record_stream``) so that a scrub racing the copy cannot
+  recycle their memory early.  No copy is ``non_blocking``.
+
+Locking rule: one ``threading.Lock``; no method ever waits while holding it,
+so the store needs no conditions.  Methods whose name ends in ``_locked``
+are the only code that changes state, and they run with the lock held.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import torch
+
+from refqueue.errors import DuplicateSample, RefMismatch, SampleMissing, StoreClosed, StoreFull
+from refqueue.refs import FeatureAlgorithm, FeatureSpec, SampleRef
+from refqueue.store import FeatureStore, StoreHandle, StoreHealth
+from refqueue.stores import _tensors
+from refqueue.stores._tensors import check_features, first_mismatch, resolve_device
+
+__all__ = ["LocalFeatureStore"]
+
+
+class _Resident(NamedTuple):
+    """One sample's data as the store holds it."""
+
+    ref: SampleRef
+    tensors: tuple[torch.Tensor, ...]  # one per feature, in the ref's order
+    ready: Any  # torch.cuda.Event recorded after the put's copy, or None on cpu
+    serial: int  # which put made it: tells a handle of an earlier incarnation apart
+
+
+class LocalFeatureStore(FeatureStore):
+    """Tensors in this process, on ``device`` (``"cpu"`` or ``"cuda[:i]"``).
+
+    ``max_bytes``/``max_samples`` cap what is resident (a put past a cap raises
+    ``StoreFull``); ``high_watermark_bytes``/``low_watermark_bytes`` (both or
+    neither, ``low < high <= max_bytes``) set the flags of ``health()``.
+    ``uri`` defaults to a fresh ``mem://local-<hex>``, unique per instance.
+    Thread-safe.
+    """
+
+    def __init__(
+        self,
+        *,
+        device: str | torch.device = "cpu",
+        max_bytes: int | None = None,
+        max_samples: int | None = None,
+        high_watermark_bytes: int | None = None,
+        low_watermark_bytes: int | None = None,
+        uri: str | None = None,
+    ) -> None:
+        self._device = resolve_device("LocalFeatureStore(device)", device)
+        _check_cap("max_bytes", max_bytes, "byte")
+        _check_cap("max_samples", max_samples, "sample")
+        _check_watermarks(high_watermark_bytes, low_watermark_bytes, max_bytes)
+        self._uri = f"mem://local-{uuid.uuid4().hex[:12]}" if uri is None else _check_uri(uri)
+        self._max_bytes = max_bytes
+        self._max_samples = max_samples
+        self._high = high_watermark_bytes
+        self._low = low_watermark_bytes
+
+        # One lock guards every field below; it is never held across a tensor
+        # copy or any other wait, so there are no conditions to notify.
+        self._lock = threading.Lock()
+        self._closed = False
+        self._samples: dict[str, _Resident] = {}  # sample_id -> its resident data
+        self._reserved: dict[str, int] = {}  # sample_id -> bytes of a put copying now
+        self._reserved_bytes = 0
+        self._handles: dict[int, tuple[str, int]] = {}  # handle_id -> (sample_id, serial)
+        self._serials = itertools.count(1)
+        self._handle_ids = itertools.count(1)
+        # (resident_bytes, sample_count), replaced as a whole under the lock and
+        # read without it by health().
+        # Invariants: resident_bytes == sum of the estimated_bytes of _samples'
+        # refs, sample_count == len(_samples), both >= 0; _reserved and _samples
+        # share no id; _reserved_bytes == sum(_reserved.values()).
+        self._counters: tuple[int, int] = (0, 0)
+
+    # -- configuration -------------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def device(self) -> torch.device:
+        """Where stored tensors live."""
+        return self._device
+
+    @property
+    def capacity_bytes(self) -> int | None:
+        return self._max_bytes
+
+    @property
+    def max_samples(self) -> int | None:
+        return self._max_samples
+
+    @property
+    def high_watermark_bytes(self) -> int | None:
+        return self._high
+
+    @property
+    def low_watermark_bytes(self) -> int | None:
+        return self._low
+
+    @property
+    def handle_count(self) -> int:
+        """Handles ``get`` gave out that were not released (nor swept by ``gc``)."""
+        return len(self._handles)
+
+    def __repr__(self) -> str:
+        resident, count = self._counters
+        state = "closed" if self._closed else f"{count} samples, {resident} bytes"
+        return f"LocalFeatureStore({self._uri!r}, device={str(self._device)!r}, {state})"
+
+    # -- the FeatureStore contract ---------------------------------------------
+
+    def put(
+        self,
+        sample_id: str,
+        tensors: Mapping[str, Any],
+        *,
+        run_id: str,
+        algorithm: FeatureAlgorithm | str,
+        schema_version: int,
+        target_model_version: str | int,
+        draft_weight_version: str | int,
+        num_tokens: int,
+    ) -> SampleRef:
+        """Copy one sample's tensors into the store and return their ref.
+
+        Feature keys are ``"<sample_id>/<feature>"``; the specs come from the
+        tensors.  Everything is validated before anything is visible: the
+        tensors (``TypeError``/``ValueError``), the ref's fields (the
+        ``SampleRef`` messages), then under the lock ``DuplicateSample`` (data
+        already resident, or a put of the same id in progress) and
+        ``StoreFull`` (past ``max_bytes`` or ``max_samples``).
+        """
+        self._check_open("put")
+        if not isinstance(sample_id, str) or not sample_id:
+            raise ValueError(
+                f"LocalFeatureStore.put: sample_id must be a non-empty str, got {sample_id!r}; "
+                f"pass the producer's id for this sample"
+            )
+        pairs = check_features(f"LocalFeatureStore.put({sample_id!r})", tensors)
+        specs = {name: FeatureSpec.of(t) for name, t in pairs}
+        ref = SampleRef(
+            sample_id=sample_id,
+            run_id=run_id,
+            store_uri=self._uri,
+            feature_keys={name: f"{sample_id}/{name}" for name in specs},
+            feature_specs=specs,
+            algorithm=algorithm,
+            schema_version=schema_version,
+            num_tokens=num_tokens,
+            estimated_bytes=sum(spec.nbytes for spec in specs.values()),
+            target_model_version=target_model_version,
+            draft_weight_version=draft_weight_version,
+        )
+        self._store(f"LocalFeatureStore.put({sample_id!r})", ref, pairs)
+        return ref
+
+    def put_ref(self, ref: SampleRef, tensors: Mapping[str, Any]) -> SampleRef:
+        """Store ``tensors`` under a ref made elsewhere (e.g. rebuilt from JSON).
+
+        The tensors must match what ``ref`` declares: this store's URI, the
+        feature names in the ref's order, each feature's dtype and shape; the
+        first difference raises ``RefMismatch``.  Then as ``put``.  Returns ``ref``.
+        """
+        self._check_open("put_ref")
+        if not isinstance(ref, SampleRef):
+            raise TypeError(
+                f"LocalFeatureStore.put_ref needs a SampleRef, got {type(ref).__name__}; "
+                f"build one with SampleRef(...) or SampleRef.from_json(...)"
+            )
+        call = f"LocalFeatureStore.put_ref({ref.sample_id!r})"
+        pairs = check_features(call, tensors)
+        if ref.store_uri != self._uri:
+            raise RefMismatch(
+                f"{call}: the ref names store {ref.store_uri!r} but this store is {self._uri!r}; "
+                f"put it into the store it names"
+            )
+        problem = first_mismatch(ref, pairs)
+        if problem is not None:
+            raise RefMismatch(f"{call}: {problem}; pass the tensors the ref was made for")
+        self._store(call, ref, pairs)
+        return ref
+
+    def get(self, ref: SampleRef, device: Any = None) -> tuple[dict[str, torch.Tensor], StoreHandle]:
+        """Copies of the sample's tensors (feature name -> tensor, in the ref's
+        order) on ``device`` (default: the store's), and a handle to release.
+
+        The copies belong to the caller: mutating them changes nothing stored,
+        and they stay valid after the sample is scrubbed.  Raises
+        ``SampleMissing`` when the data is not resident, ``RefMismatch`` when
+        the resident data was put under a different ref of the same id, and
+        ``ValueError`` for a ref of another store.
+        """
+        self._check_open("get")
+        self._check_ref("get", ref)
+        target = self._device if device is None else resolve_device("LocalFeatureStore.get(device)", device)
+        with self._lock:
+            entry, handle = self._open_handle_locked(ref)
+        try:
+            copies = _copy_out(entry, target)
+        except BaseException:
+            with self._lock:
+                self._release_locked(handle)
+            raise
+        return dict(zip(ref.feature_specs, copies)), handle
+
+    def release(self, handle: StoreHandle) -> None:
+        """End the holder's use of what ``get`` returned.
+
+        Idempotent, never scrubs, and harmless for a handle whose sample was
+        scrubbed or swept by ``gc``.  ``ValueError`` for another store's handle.
+        """
+        self._check_open("release")
+        if not isinstance(handle, StoreHandle):
+            raise TypeError(
+                f"LocalFeatureStore.release needs the StoreHandle that get() returned, "
+                f"got {type(handle).__name__}"
+            )
+        if handle.store_uri != self._uri:
+            raise ValueError(
+                f"LocalFeatureStore.release got a handle of store {handle.store_uri!r}, but this "
+                f"store is {self._uri!r}; release it on the store that gave it out"
+            )
+        with self._lock:
+            self._release_locked(handle)
+
+    def scrub(self, ref: SampleRef) -> bool:
+        """Drop the data resident under ``ref``; True if there was some.
+
+        Only data put under an equal ref is dropped (a ref of the same id but
+        another incarnation's shapes leaves it and returns False).  Holders
+        keep the copies ``get`` gave them.
+        """
+        self._check_open("scrub")
+        self._check_ref("scrub", ref)
+        with self._lock:
+            return self._scrub_locked(ref)
+
+    def gc(self) -> int:
+        """Sweep handles whose sample is no longer resident (holders that
+        crashed or never released); returns how many.  Never drops data."""
+        self._check_open("gc")
+        with self._lock:
+            return self._gc_locked()
+
+    def health(self) -> StoreHealth:
+        """Occupancy from the counters: O(1), takes no lock, never waits."""
+        self._check_open("health")
+        resident, count = self._counters
+        return StoreHealth(
+            resident_bytes=resident,
+            capacity_bytes=self._max_bytes,
+            sample_count=count,
+            high_watermark_hit=self._high is not None and resident >= self._high,
+            low_watermark_hit=self._low is not None and resident <= self._low,
+        )
+
+    def close(self) -> None:
+        """Drop all data and handles; every later call but ``close`` raises
+        ``StoreClosed`` (``close`` itself is idempotent).  Tensors that ``get``
+        already returned stay valid; a put copying now is discarded."""
+        with self._lock:
+            self._close_locked()
+
+    # -- the steps of put and get ----------------------------------------------
+
+    def _store(self, call: str, ref: SampleRef, pairs: list[tuple[str, torch.Tensor]]) -> None:
+        """Reserve room, copy outside the lock, commit; a failure leaves no trace."""
+        with self._lock:
+            self._reserve_locked(call, ref)
+        try:
+            copies = tuple(_tensors.copy_to(tensor, self._device) for _, tensor in pairs)
+            ready = _ready_event(self._device)
+        except BaseException:
+            with self._lock:
+                self._unreserve_locked(ref.sample_id)
+            raise
+        with self._lock:
+            self._commit_locked(call, ref, copies, ready)
+
+    def _check_open(self, call: str) -> None:
+        if self._closed:
+            raise StoreClosed(self._closed_message(call))
+
+    def _closed_message(self, call: str) -> str:
+        return f"LocalFeatureStore {self._uri!r} is closed; {call} needs an open store, make a new LocalFeatureStore"
+
+    def _check_ref(self, call: str, ref: object) -> None:
+        if not isinstance(ref, SampleRef):
+            raise TypeError(
+                f"LocalFeatureStore.{call} needs a SampleRef, got {type(ref).__name__}; "
+                f"pass the ref that put() returned (or lease.ref)"
+            )
+        if ref.store_uri != self._uri:
+            raise ValueError(
+                f"LocalFeatureStore.{call}: ref {ref.sample_id!r} names store {ref.store_uri!r}, but "
+                f"this store is {self._uri!r}; use the store the ref names"
+            )
+
+    # -- state changes: each runs with self._lock held ---------------------------
+
+    def _reserve_locked(self, call: str, ref: SampleRef) -> None:
+        if self._closed:
+            raise StoreClosed(self._closed_message(call))
+        sample_id = ref.sample_id
+        if sample_id in self._samples:
+            raise DuplicateSample(
+                f"{call}: data for {sample_id!r} is already resident in {self._uri!r}; a sample id "
+                f"is written once per incarnation (ack or dead-letter it before putting it again)"
+            )
+        if sample_id in self._reserved:
+            raise DuplicateSample(
+                f"{call}: another put of {sample_id!r} into {self._uri!r} is in progress; a sample "
+                f"id is written once per incarnation"
+            )
+        resident, count = self._counters
+        nbytes = ref.estimated_bytes
+        if self._max_bytes is not None and resident + self._reserved_bytes + nbytes > self._max_bytes:
+            raise StoreFull(
+                f"{call} of {nbytes} bytes would hold {resident + self._reserved_bytes + nbytes} bytes, "
+                f"over max_bytes={self._max_bytes}; ack samples to free room or raise max_bytes"
+            )
+        if self._max_samples is not None and count + len(self._reserved) + 1 > self._max_samples:
+            raise StoreFull(
+                f"{call} would hold {count + len(self._reserved) + 1} samples, over "
+                f"max_samples={self._max_samples}; ack samples to free room or raise max_samples"
+            )
+        self._reserved[sample_id] = nbytes
+        self._reserved_bytes += nbytes
+
+    def _unreserve_locked(self, sample_id: str) -> None:
+        nbytes = self._reserved.pop(sample_id, None)
+        if nbytes is not None:
+            self._reserved_bytes -= nbytes
+
+    def _commit_locked(self, call: str, ref: SampleRef, copies: tuple[torch.Tensor, ...], ready: Any) -> None:
+        self._unreserve_locked(ref.sample_id)
+        if self._closed:  # closed while copying: the copies are dropped with the frame
+            raise StoreClosed(self._closed_message(call))
+        self._samples[ref.sample_id] = _Resident(ref, copies, ready, next(self._serials))
+        resident, count = self._counters
+        self._counters = (resident + ref.estimated_bytes, count + 1)
+
+    def _open_handle_locked(self, ref: SampleRef) -> tuple[_Resident, StoreHandle]:
+        if self._closed:
+            raise StoreClosed(self._closed_message("get"))
+        entry = self._samples.get(ref.sample_id)
+        if entry is None:
+            raise SampleMissing(
+                f"LocalFeatureStore.get({ref.sample_id!r}): its data is not in {self._uri!r} (never "
+                f"put, or scrubbed after its ack or dead-lettering); a stale lease holder should drop "
+                f"the sample"
+            )
+        if entry.ref != ref:
+            problem = _ref_difference(entry.ref, ref)
+            raise RefMismatch(
+                f"LocalFeatureStore.get({ref.sample_id!r}): the resident data was put under another "
+                f"ref ({problem}); get it with the ref its put returned"
+            )
+        handle = StoreHandle(self._uri, ref.sample_id, next(self._handle_ids))
+        self._handles[handle.handle_id] = (ref.sample_id, entry.serial)
+        return entry, handle
+
+    def _release_locked(self, handle: StoreHandle) -> None:
+        held = self._handles.get(handle.handle_id)
+        if held is not None and held[0] == handle.sample_id:
+            del self._handles[handle.handle_id]
+
+    def _scrub_locked(self, ref: SampleRef) -> bool:
+        entry = self._samples.get(ref.sample_id)
+        if entry is None or entry.ref != ref:
+            return False
+        del self._samples[ref.sample_id]
+        resident, count = self._counters
+        resident, count = resident - ref.estimated_bytes, count - 1
+        assert resident >= 0 and count >= 0, "ResidencyMatchesContents: counters went negative"
+        self._counters = (resident, count)
+        return True
+
+    def _gc_locked(self) -> int:
+        gone = [
+            handle_id
+            for handle_id, (sample_id, serial) in self._handles.items()
+            if (entry := self._samples.get(sample_id)) is None or entry.serial != serial
+        ]
+        for handle_id in gone:
+            del self._handles[handle_id]
+        return len(gone)
+
+    def _close_locked(self) -> None:
+        self._closed = True
+        self._samples.clear()
+        self._reserved.clear()
+        self._reserved_bytes = 0
+        self._handles.clear()
+        self._counters = (0, 0)
+
+
+# -- helpers -------------------------------------------------------------------
+
+
+def _copy_out(entry: _Resident, target: torch.device) -> list[torch.Tensor]:
+    """Copies of ``entry``'s tensors on ``target``, ordered after the put's copy."""
+    if entry.ready is not None:
+        stream = torch.cuda.current_stream(entry.tensors[0].device)
+        stream.wait_event(entry.ready)
+        for tensor in entry.tensors:
+            # A scrub may drop the last reference while this copy is queued:
+            # keep the allocator from reusing the memory before the stream is past it.
+            tensor.record_stream(stream)
+    return [_tensors.copy_to(tensor, target) for tensor in entry.tensors]
+
+
+def _ready_event(device: torch.device) -> Any:
+    """On CUDA, an event recorded after the put's copies on the current stream."""
+    if device.type != "cuda":
+        return None
+    event = torch.cuda.Event()
+    event.record(torch.cuda.current_stream(device))
+    return event
+
+
+def _ref_difference(stored: SampleRef, given: SampleRef) -> str:
+    for field in ("feature_keys", "feature_specs", "algorithm", "schema_version", "num_tokens",
+                  "run_id", "target_model_version", "draft_weight_version"):
+        if getattr(stored, field) != getattr(given, field):
+            return f"{field} differs: resident {getattr(stored, field)!r}, given {getattr(given, field)!r}"
+    return "the refs differ"
+
+
+def _check_cap(name: str, value: object, unit: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"LocalFeatureStore({name}={value!r}) must be an int or None, got "
+            f"{type(value).__name__}; pass a positive {unit} count (a bool is not accepted)"
+        )
+    if value <= 0:
+        raise ValueError(
+            f"LocalFeatureStore({name}={value!r}) must be > 0; pass a positive {unit} count, or None for no cap"
+        )
+
+
+def _check_watermarks(high: object, low: object, max_bytes: int | None) -> None:
+    for name, value in (("high_watermark_bytes", high), ("low_watermark_bytes", low)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(
+                f"LocalFeatureStore({name}={value!r}) must be an int or None, got "
+                f"{type(value).__name__}; pass a byte count (a bool is not accepted)"
+            )
+        if value < 0:
+            raise ValueError(f"LocalFeatureStore({name}={value!r}) must be >= 0; pass a byte count")
+    if (high is None) != (low is None):
+        raise ValueError(
+            f"LocalFeatureStore watermarks are half set (high_watermark_bytes={high!r}, "
+            f"low_watermark_bytes={low!r}); set both or neither"
+        )
+    if high is None:
+        return
+    assert isinstance(high, int) and isinstance(low, int)
+    if not low < high:
+        raise ValueError(
+            f"LocalFeatureStore(low_watermark_bytes={low}) must be < high_watermark_bytes={high}; "
+            f"lower low or raise high so the hysteresis band is not empty"
+        )
+    if max_bytes is not None and high > max_bytes:
+        raise ValueError(
+            f"LocalFeatureStore(high_watermark_bytes={high}) exceeds max_bytes={max_bytes}, so the "
+            f"high watermark could never be hit; use high_watermark_bytes <= {max_bytes}"
+        )
+
+
+def _check_uri(uri: object) -> str:
+    if not isinstance(uri, str):
+        raise TypeError(f"LocalFeatureStore(uri={uri!r}) must be a str; pass e.g. 'mem://features'")
+    scheme, sep, name = uri.partition("://")
+    if scheme != "mem" or not sep or not name:
+        raise ValueError(
+            f"LocalFeatureStore(uri={uri!r}) must look like 'mem://<name>'; pass e.g. 'mem://features'"
+        )
+    return uri
