@@ -1,0 +1,700 @@
+"""``SampleRefQueue``: the production in-process lease / ack / fail queue.
+
+Contract: ``docs/API.md``; every state change is the reference model's action
+of the same name (``refqueue/model/actions.py``: ``put``, ``try_put``,
+``acquire``, ``ack``, ``fail``, ``dead_letter``, ``extend``,
+``reclaim_expired``, ``close``), written again here and sharing no code with
+it.  Thread-safe for any number of producer and consumer threads.
+
+Design notes
+------------
+* **One lock, two conditions.**  ``_ready`` wakes consumers blocked in
+  ``acquire``; ``_room`` wakes producers blocked in ``put_blocks_until_below``.
+  The locking rule and what notifies each condition are stated in
+  ``__init__``.  Methods named ``_*_nowait`` (and the helpers they call) are
+  the only code that changes state, always with the lock held; the blocking
+  methods are ``while predicate: cond.wait(remaining)`` loops on a
+  ``time.monotonic`` deadline around them.
+* **Costs.**  ``put``, ``acquire``, ``ack``, ``fail`` are O(1) (plus the O(log
+  n) push of the deadline heap on acquire and extend): pending samples are a
+  deque (fail and reclaim append at the tail, as the model does), live
+  samples a dict ``sample_id -> _Sample``.  ``reclaim_expired`` pops a
+  deadline heap with lazy deletion (``refqueue._deadlines``): O(k log n) for
+  k expired leases, and an idle reclaim reads one heap entry.
+* **Scrubbing under the lock (D2).**  A live ack or a dead-letter calls
+  ``store.scrub(ref)`` *with the queue lock held*, before the queue's own
+  state changes.  That makes "the ack commits and the data leaves the store"
+  one atomic step, exactly the model's ``_finish``: no thread can observe the
+  sample acked while its bytes are still resident (or the reverse), a re-put
+  of the id cannot race the scrub, and a scrub that fails (a closed store)
+  rejects the ack with nothing changed.  The price is that the store's scrub
+  runs inside the queue's critical section, so a store's ``scrub`` must be
+  O(1) bookkeeping that never waits on tensor I/O (``LocalFeatureStore``'s
+  is a dict pop under its own lock, which is never held across a copy: D6).
+  The queue calls the store only for ``health()`` and ``scrub()``, both
+  counters; it never calls ``get``.  Lock order is queue lock, then store
+  lock; a store never calls back into a queue.
+* **Callbacks outside every lock (D4).**  ``on_pause``/``on_resume`` fire
+  once per transition of the pause flag, in transition order, with no lock
+  held.  Transitions are queued under the lock and delivered by whichever
+  thread finds no delivery in progress; a callback may call back into the
+  queue (its own further transitions are delivered after it returns).  A
+  callback's exception propagates out of the call that delivered it, after
+  the transition committed; the transitions behind it stay queued for the
+  next delivery.
+* **Time.**  Lease deadlines read the injected ``clock`` (default
+  ``MonotonicClock``); ``poll_interval`` waits are real time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from refqueue._checks import check_count, check_optional_callable, check_optional_count, check_seconds, describe
+from refqueue._deadlines import DeadlineHeap
+from refqueue._leases import MAX_DELIVERIES_REASON, DeadLetter, Lease, VisibilityTimeout, mint_lease
+from refqueue._reclaimer import Reclaimer
+from refqueue.clock import Clock, MonotonicClock
+from refqueue.errors import DuplicateSample, ForeignLease, PutAborted, QueueClosed, ReplayedSample
+from refqueue.refs import SampleRef
+from refqueue.store import FeatureStore, StoreHealth
+
+__all__ = ["SampleRefQueue", "Lease", "VisibilityTimeout", "DeadLetter", "MAX_DELIVERIES_REASON"]
+
+_NOT_LEASED = -1  # _Sample.lease_id of a pending sample; minted lease ids start at 1
+_monotonic = time.monotonic
+_INF = float("inf")
+
+
+class _Sample:
+    """What the queue holds for one live (pending or leased) sample: the
+    model's ``Rec`` without the fields a production queue does not keep.
+
+    Invariants: ``lease_id == _NOT_LEASED`` iff ``deadline is None`` iff the
+    sample is in ``_pending``; ``deliveries == redeliveries + (leased)``
+    (RedeliveryCountsDeliveries).
+    """
+
+    __slots__ = ("ref", "lease_id", "deadline", "deliveries", "redeliveries")
+
+    def __init__(self, ref: SampleRef) -> None:
+        self.ref = ref
+        self.lease_id = _NOT_LEASED
+        self.deadline: float | None = None
+        self.deliveries = 0  # acquires of this incarnation
+        self.redeliveries = 0  # fails + reclaims of this incarnation
+
+
+class SampleRefQueue:
+    """Lease / ack / fail queue over ``SampleRef`` bound to one ``FeatureStore``.
+
+    ``visibility_timeout`` (default 30 s) is how long a lease lives unacked;
+    ``high_watermark_bytes``/``low_watermark_bytes`` override the store's own
+    for the hysteresis of ``put_blocks_until_below`` (D4);
+    ``on_pause(health)``/``on_resume(health)`` are told of each transition;
+    ``max_deliveries`` dead-letters a sample delivered that often when it
+    comes back again (D7); ``dedup_window=N`` rejects a re-put of one of the
+    last N completed ids (D5); ``clock`` supplies lease time.
+
+    Validated here, with nothing built on a rejection: the store, each
+    argument's type and range, and the *effective* watermark pair (queue
+    override else the store's, mixed included): both set or both unset,
+    ``low < high``, ``high <= store.capacity_bytes`` when the store has a cap.
+
+    Used as a context manager, the queue starts nothing on entry; on exit it
+    stops the background reclaimer (if one was started) and closes itself.
+    It never closes the store.
+    """
+
+    def __init__(
+        self,
+        store: FeatureStore,
+        visibility_timeout: VisibilityTimeout | None = None,
+        high_watermark_bytes: int | None = None,
+        low_watermark_bytes: int | None = None,
+        on_pause: Callable[[StoreHealth], Any] | None = None,
+        on_resume: Callable[[StoreHealth], Any] | None = None,
+        *,
+        max_deliveries: int | None = None,
+        dedup_window: int = 0,
+        clock: Clock | None = None,
+    ) -> None:
+        if not isinstance(store, FeatureStore):
+            raise TypeError(
+                f"SampleRefQueue(store) needs a refqueue.store.FeatureStore, got {describe(store)}; "
+                f"pass the store the producers put into"
+            )
+        if visibility_timeout is None:
+            visibility_timeout = VisibilityTimeout()
+        elif not isinstance(visibility_timeout, VisibilityTimeout):
+            raise TypeError(
+                f"SampleRefQueue(visibility_timeout) must be a VisibilityTimeout or None, got "
+                f"{describe(visibility_timeout)}; wrap the seconds: VisibilityTimeout(seconds)"
+            )
+        fix = "pass a byte count, or None to use the store's"
+        high_override = check_optional_count("SampleRefQueue(high_watermark_bytes)", high_watermark_bytes, 0, fix)
+        low_override = check_optional_count("SampleRefQueue(low_watermark_bytes)", low_watermark_bytes, 0, fix)
+        check_optional_callable("SampleRefQueue(on_pause)", on_pause, "pass a function taking a StoreHealth")
+        check_optional_callable("SampleRefQueue(on_resume)", on_resume, "pass a function taking a StoreHealth")
+        check_optional_count(
+            "SampleRefQueue(max_deliveries)", max_deliveries, 1, "pass None for no limit or a count >= 1"
+        )
+        check_count("SampleRefQueue(dedup_window)", dedup_window, 0, "pass 0 to turn deduplication off")
+        if clock is None:
+            clock = MonotonicClock()
+        elif not callable(getattr(clock, "now", None)):
+            raise TypeError(
+                f"SampleRefQueue(clock) must have a now() method returning seconds, got {describe(clock)}; "
+                f"pass refqueue.clock.MonotonicClock() or ManualClock()"
+            )
+        store_uri = store.uri
+        if not isinstance(store_uri, str):
+            raise TypeError(f"the store's uri must be a str, got {describe(store_uri)}; fix the store's uri property")
+        high, low = _effective_watermarks(store, high_override, low_override)
+
+        self._store = store
+        self._store_uri = store_uri
+        self._vt = visibility_timeout
+        self._vt_seconds = visibility_timeout.seconds
+        self._high = high
+        self._low = low
+        self._callbacks = {"pause": on_pause, "resume": on_resume}
+        self._max_deliveries = max_deliveries
+        self._dedup_window = dedup_window
+        self._clock = clock
+        # clock.now, bound once (the plain time.monotonic for the default clock)
+        self._now: Callable[[], float] = _monotonic if type(clock) is MonotonicClock else clock.now
+        self._epoch = uuid.uuid4().hex
+        self._lease_ids = itertools.count(1)
+        self._reclaimer: Reclaimer | None = None
+
+        # Locking rule: every field below is read and written with _lock held.
+        # With it held the queue calls only the store's health() and scrub()
+        # (O(1) counters, D6) and never a callback.
+        self._lock = threading.Lock()
+        # Notify _ready (one waiter) whenever a ref becomes pending (put, fail,
+        # reclaim), and (all waiters) whenever the queue becomes drained.
+        self._ready = threading.Condition(self._lock)
+        # Notify _room (all waiters) whenever residency may have dropped (a live
+        # ack, a dead-letter) and on close; _room_generation counts those events
+        # so that a producer never misses one between its step and its wait.
+        self._room = threading.Condition(self._lock)
+        self._room_generation = 0
+        self._acquirers_waiting = 0  # threads in _ready.wait
+        self._producers_waiting = 0  # threads in _room.wait
+
+        # Invariants: _pending holds exactly the live samples that are not
+        # leased, in delivery order; _outstanding == number of leased samples
+        # in _live; no id is both live and in _completed_ids
+        # (PendingAndLeasedDisjoint; dedup only while the window holds it).
+        self._pending: deque[_Sample] = deque()
+        self._live: dict[str, _Sample] = {}  # sample_id -> its pending or leased record
+        self._outstanding = 0
+        self._deadlines = DeadlineHeap(self._live)
+        self._closed = False
+        self._paused = False
+        self._dead: list[DeadLetter] = []
+        self._completed: deque[str] = deque()  # the last dedup_window completed ids, oldest first
+        self._completed_ids: set[str] = set()  # the same ids, for O(1) lookup
+        self._events: deque[tuple[Callable[[StoreHealth], Any], StoreHealth]] = deque()
+        self._delivering = False  # a thread is delivering _events
+
+    # -- producer side -------------------------------------------------------------
+
+    def put(self, ref: SampleRef) -> None:
+        """Enqueue ``ref`` (model: ``put``) without looking at backpressure.
+
+        Rejects, with nothing changed: ``TypeError`` (not a ``SampleRef``),
+        ``ValueError`` (a ref of another store), ``QueueClosed``,
+        ``DuplicateSample`` (the id is pending or leased), ``ReplayedSample``
+        (completed within ``dedup_window``).  Wakes one waiting ``acquire``.
+        """
+        if type(ref) is not SampleRef or ref.store_uri != self._store_uri:
+            self._check_ref("put", ref)
+        sample_id = ref.sample_id
+        with self._lock:
+            if self._closed or sample_id in self._live or sample_id in self._completed_ids:
+                self._check_put_nowait("put", sample_id)  # raises
+            self._put_nowait(ref)
+
+    def put_blocks_until_below(
+        self,
+        ref: SampleRef,
+        poll_interval: float = 0.05,
+        abort_when: Callable[[], bool] | None = None,
+    ) -> None:
+        """Enqueue ``ref``, blocking while the producer is paused (D4).
+
+        Each step is the model's ``try_put``: ``paused' = paused ? not
+        (resident <= low) : (resident >= high)`` against
+        ``store.health().resident_bytes``; a change calls ``on_pause`` or
+        ``on_resume`` (outside the lock); not paused: the ref is enqueued as
+        by ``put`` and the call returns.  Paused: ``abort_when()`` is asked
+        (a true answer raises ``PutAborted``, the ref not enqueued), then the
+        producer waits until an ack, a dead-letter or ``close`` (or
+        ``poll_interval`` seconds) and steps again.  So ``abort_when=lambda:
+        True`` performs exactly one step.  Every step rejects as ``put`` does,
+        so a queue closed while the producer waits raises ``QueueClosed``.
+        An exception raised by a callback propagates out of the call that
+        delivered it, after the step committed (the ref may be enqueued).
+        ``poll_interval`` is real time: it bounds how stale a pause can get
+        when residency drops without the queue's knowledge (another queue or
+        ``gc`` on the same store).
+        """
+        self._check_ref("put_blocks_until_below", ref)
+        poll_interval = check_seconds("put_blocks_until_below(poll_interval)", poll_interval)
+        check_optional_callable(
+            "put_blocks_until_below(abort_when)", abort_when, "pass a function returning True to give up"
+        )
+        while True:
+            with self._lock:
+                health, generation = self._try_put_nowait(ref)
+            self._deliver_events()
+            if health is None:
+                return
+            if abort_when is not None and abort_when():
+                raise PutAborted(
+                    f"put_blocks_until_below({ref.sample_id!r}): abort_when() returned True while the "
+                    f"producer is paused (the store holds {health.resident_bytes} bytes; paused at >= "
+                    f"{self._high}, resumes at <= {self._low}); the ref was not enqueued"
+                )
+            deadline = _monotonic() + poll_interval
+            with self._lock:
+                self._producers_waiting += 1
+                try:
+                    while self._room_generation == generation and not self._closed:
+                        remaining = deadline - _monotonic()
+                        if remaining <= 0:
+                            break
+                        self._room.wait(remaining)
+                finally:
+                    self._producers_waiting -= 1
+
+    # -- consumer side -------------------------------------------------------------
+
+    def acquire(self, poll_interval: float = 0.05) -> Lease | None:
+        """Lease the oldest pending ref (model: ``acquire``), or None.
+
+        None comes at once when the queue is drained (closed, nothing pending,
+        nothing outstanding: D3); otherwise the call waits up to
+        ``poll_interval`` seconds for a ref and returns None if none came.
+        A put or requeue wakes it at once (D6).  A consumer stops on
+        ``is_drained``, not on ``is_closed``.
+        """
+        if type(poll_interval) is not float or not 0.0 < poll_interval < _INF:
+            poll_interval = check_seconds("acquire(poll_interval)", poll_interval)
+        with self._lock:
+            if not self._pending:
+                deadline = _monotonic() + poll_interval
+                while not self._pending and not (self._closed and self._outstanding == 0):
+                    remaining = deadline - _monotonic()
+                    if remaining <= 0:
+                        return None
+                    self._acquirers_waiting += 1
+                    try:
+                        self._ready.wait(remaining)
+                    finally:
+                        self._acquirers_waiting -= 1
+            return self._acquire_nowait()
+
+    def acquire_nowait(self) -> Lease | None:
+        """Lease the oldest pending ref, or None at once when nothing is pending."""
+        with self._lock:
+            return self._acquire_nowait()
+
+    def ack(self, lease: Lease) -> bool:
+        """The consumer finished the sample (model: ``ack``).
+
+        Live lease: the store scrubs the sample's data (D2), the sample is
+        done (and joins the dedup window); True.  Stale lease (reclaimed,
+        acked, failed, superseded): nothing changes; False (D1).  Rejects
+        ``TypeError`` (not a ``Lease``) and ``ForeignLease`` (another queue's).
+        """
+        if type(lease) is not Lease or lease.epoch != self._epoch:
+            self._check_lease("ack", lease)
+        with self._lock:
+            rec = self._live.get(lease.ref.sample_id)
+            if rec is None or rec.lease_id != lease.lease_id:
+                return False
+            self._finish_nowait(rec, None)
+            return True
+
+    def fail(self, lease: Lease) -> bool:
+        """The consumer gives the sample back for a retry (model: ``fail``).
+
+        Live lease: the sample goes to the tail of the pending queue with one
+        more redelivery, or is dead-lettered (reason ``"max_deliveries"``,
+        data scrubbed) once delivered ``max_deliveries`` times; True.  Stale:
+        False.  Rejects as ``ack``.
+        """
+        if type(lease) is not Lease or lease.epoch != self._epoch:
+            self._check_lease("fail", lease)
+        with self._lock:
+            rec = self._live.get(lease.ref.sample_id)
+            if rec is None or rec.lease_id != lease.lease_id:
+                return False
+            self._requeue_nowait(rec)
+            return True
+
+    def dead_letter(self, lease: Lease, reason: str) -> bool:
+        """The consumer declares the sample poison (model: ``dead_letter``).
+
+        Live lease: the sample's data is scrubbed and ``DeadLetter(ref,
+        reason, deliveries)`` joins ``dead_letters()``; True.  Stale: False.
+        Rejects as ``ack``, and ``TypeError``/``ValueError`` for a reason that
+        is not a non-empty str.
+        """
+        if type(lease) is not Lease or lease.epoch != self._epoch:
+            self._check_lease("dead_letter", lease)
+        if not isinstance(reason, str):
+            raise TypeError(
+                f"dead_letter(reason) must be a str, got {describe(reason)}; say why the sample is poison"
+            )
+        if not reason:
+            raise ValueError("dead_letter(reason) must not be empty; say why the sample is poison")
+        with self._lock:
+            rec = self._live.get(lease.ref.sample_id)
+            if rec is None or rec.lease_id != lease.lease_id:
+                return False
+            self._finish_nowait(rec, reason)
+            return True
+
+    def extend(self, lease: Lease, seconds: float | None = None) -> bool:
+        """Heartbeat (model: ``extend``, D7): a live lease's deadline becomes
+        ``clock.now() + seconds`` (default: the visibility timeout), even if it
+        already passed but was not yet reclaimed; True.  Stale: False.
+        Rejects as ``ack``, and ``TypeError``/``ValueError`` for ``seconds``
+        that is not a finite number > 0.
+        """
+        if type(lease) is not Lease or lease.epoch != self._epoch:
+            self._check_lease("extend", lease)
+        seconds = self._vt_seconds if seconds is None else check_seconds("extend(seconds)", seconds)
+        with self._lock:
+            rec = self._live.get(lease.ref.sample_id)
+            if rec is None or rec.lease_id != lease.lease_id:
+                return False
+            deadline = self._now() + seconds
+            if deadline != rec.deadline:
+                rec.deadline = deadline
+                self._deadlines.push(deadline, lease.ref.sample_id, rec.lease_id, self._outstanding)
+            return True
+
+    # -- environment -----------------------------------------------------------------
+
+    def reclaim_expired(self) -> int:
+        """Take back every lease whose deadline is ``<= clock.now()`` (model:
+        ``reclaim_expired``), in order of deadline, ties by sample id: each
+        is requeued as by ``fail`` (or dead-lettered at ``max_deliveries``).
+        Returns how many.  O(k log n) for k expired leases; an idle call reads
+        one heap entry.  If a dead-letter's scrub raises, the leases taken
+        back before it stay taken back and the error propagates.
+        """
+        with self._lock:
+            return self._reclaim_nowait()
+
+    def close(self) -> None:
+        """No more puts (model: ``close``); what is pending or leased still
+        drains.  Idempotent.  Blocked producers raise ``QueueClosed``; waiting
+        consumers return None at once if that leaves the queue drained."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._room_generation += 1
+            if self._producers_waiting:
+                self._room.notify_all()
+            self._notify_if_drained()
+
+    def start_reclaimer(self, interval: float | None = None) -> None:
+        """Start a daemon thread that calls ``reclaim_expired`` every
+        ``interval`` seconds (default: a quarter of the visibility timeout),
+        so a lease is reclaimed at most ``interval`` after its deadline.
+        ``RuntimeError`` if one is already running."""
+        if interval is None:
+            interval = self._vt_seconds / 4
+        interval = check_seconds("start_reclaimer(interval)", interval)
+        if self._reclaimer is not None and self._reclaimer.running:
+            raise RuntimeError(
+                f"start_reclaimer: a reclaimer is already running every {self._reclaimer.interval} s; "
+                f"call stop_reclaimer() first"
+            )
+        self._reclaimer = Reclaimer(self.reclaim_expired, interval, name=f"refqueue-reclaimer-{self._epoch[:8]}")
+        self._reclaimer.start()
+
+    def stop_reclaimer(self) -> None:
+        """Stop the background reclaimer and wait for it (no-op if none).
+        Re-raises, as ``RuntimeError``, an error that stopped it early."""
+        reclaimer, self._reclaimer = self._reclaimer, None
+        if reclaimer is not None:
+            reclaimer.stop()
+
+    def __enter__(self) -> SampleRefQueue:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            self.stop_reclaimer()
+        finally:
+            self.close()
+
+    # -- observers -----------------------------------------------------------------
+
+    @property
+    def epoch(self) -> str:
+        """This queue's identity (uuid4 hex), carried by every lease it mints."""
+        return self._epoch
+
+    @property
+    def visibility_timeout(self) -> VisibilityTimeout:
+        return self._vt
+
+    @property
+    def store(self) -> FeatureStore:
+        return self._store
+
+    @property
+    def is_closed(self) -> bool:
+        """``close()`` was called (not: nothing is left; see ``is_drained``)."""
+        with self._lock:
+            return self._closed
+
+    @property
+    def is_drained(self) -> bool:
+        """Closed, nothing pending and nothing outstanding (D3)."""
+        with self._lock:
+            return self._closed and not self._pending and self._outstanding == 0
+
+    @property
+    def is_paused(self) -> bool:
+        """The producer-side pause flag of the hysteresis (D4)."""
+        with self._lock:
+            return self._paused
+
+    def pending_count(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def outstanding_count(self) -> int:
+        with self._lock:
+            return self._outstanding
+
+    def dead_letters(self) -> list[DeadLetter]:
+        """Every dead-lettered sample, in dead-letter order."""
+        with self._lock:
+            return list(self._dead)
+
+    def __repr__(self) -> str:
+        with self._lock:
+            state = "closed" if self._closed else "open"
+            return (
+                f"SampleRefQueue({self._store_uri!r}, {state}, pending={len(self._pending)}, "
+                f"outstanding={self._outstanding}, dead={len(self._dead)}, epoch={self._epoch!r})"
+            )
+
+    # -- argument checks (no lock, no state) ------------------------------------------
+
+    def _check_ref(self, call: str, ref: object) -> None:
+        if not isinstance(ref, SampleRef):
+            raise TypeError(
+                f"{call} needs a SampleRef, got {describe(ref)}; pass the ref FeatureStore.put returned"
+            )
+        if ref.store_uri != self._store_uri:
+            raise ValueError(
+                f"{call}({ref.sample_id!r}): the ref names store {ref.store_uri!r}, but this queue is "
+                f"bound to {self._store_uri!r}; put refs of the queue's store"
+            )
+
+    def _check_lease(self, call: str, lease: object) -> None:
+        if not isinstance(lease, Lease):
+            raise TypeError(
+                f"{call} needs a Lease, got {describe(lease)}; pass what acquire returned "
+                f"(or Lease.from_json of it)"
+            )
+        if lease.epoch != self._epoch:
+            raise ForeignLease(
+                f"{call} got a lease of queue epoch {lease.epoch!r}, but this queue's epoch is "
+                f"{self._epoch!r}; hand a lease back to the queue that issued it"
+            )
+
+    # -- state changes: each runs with self._lock held ------------------------------
+
+    def _check_put_nowait(self, call: str, sample_id: str) -> None:
+        """The rejections every put step makes, in the model's order."""
+        if self._closed:
+            raise QueueClosed(f"{call}({sample_id!r}) after close(); the queue takes no more refs")
+        rec = self._live.get(sample_id)
+        if rec is not None:
+            status = "pending" if rec.deadline is None else "leased"
+            raise DuplicateSample(
+                f"{call}({sample_id!r}): that sample is already {status}; "
+                f"put it again only after its lease is acked or it is dead-lettered"
+            )
+        if self._dedup_window and sample_id in self._completed_ids:
+            raise ReplayedSample(
+                f"{call}({sample_id!r}): that sample completed within the last {self._dedup_window} "
+                f"(dedup_window); a restarted producer is replaying it, skip it"
+            )
+
+    def _put_nowait(self, ref: SampleRef) -> None:
+        """Model ``put`` after its checks: a new incarnation at the tail."""
+        rec = _Sample(ref)
+        self._live[ref.sample_id] = rec
+        self._pending.append(rec)
+        if self._acquirers_waiting:
+            self._ready.notify()
+
+    def _try_put_nowait(self, ref: SampleRef) -> tuple[StoreHealth | None, int]:
+        """Model ``try_put``: one hysteresis step.  Returns ``(None, _)`` when
+        the ref was enqueued, else the health read and the room generation
+        the producer waits on."""
+        self._check_put_nowait("put_blocks_until_below", ref.sample_id)
+        paused = self._paused
+        health = self._store.health()
+        if self._high is not None:
+            resident = health.resident_bytes
+            if paused:
+                if resident <= self._low:  # type: ignore[operator]
+                    paused = False
+                    self._transition("resume", health)
+            elif resident >= self._high:
+                paused = True
+                self._transition("pause", health)
+        self._paused = paused
+        if paused:
+            return health, self._room_generation
+        self._put_nowait(ref)
+        return None, self._room_generation
+
+    def _transition(self, event: str, health: StoreHealth) -> None:
+        callback = self._callbacks[event]
+        if callback is not None:
+            self._events.append((callback, health))
+
+    def _acquire_nowait(self) -> Lease | None:
+        """Model ``acquire``: the head of pending becomes leased."""
+        pending = self._pending
+        if not pending:
+            return None
+        rec = pending.popleft()
+        lease_id = next(self._lease_ids)
+        deadline = self._now() + self._vt_seconds
+        rec.lease_id = lease_id
+        rec.deadline = deadline
+        rec.deliveries += 1
+        self._outstanding += 1
+        ref = rec.ref
+        self._deadlines.push(deadline, ref.sample_id, lease_id, self._outstanding)
+        return mint_lease(ref, deadline, self._vt, rec.redeliveries, lease_id, self._epoch)
+
+    def _requeue_nowait(self, rec: _Sample) -> None:
+        """Model ``_requeue``: a live lease comes back (fail or reclaim)."""
+        if self._max_deliveries is not None and rec.deliveries >= self._max_deliveries:
+            self._finish_nowait(rec, MAX_DELIVERIES_REASON)
+            return
+        rec.lease_id = _NOT_LEASED
+        rec.deadline = None
+        rec.redeliveries += 1
+        self._outstanding -= 1
+        self._pending.append(rec)
+        if self._acquirers_waiting:
+            self._ready.notify()
+
+    def _finish_nowait(self, rec: _Sample, reason: str | None) -> None:
+        """Model ``_finish``: a leased sample is acked (``reason`` None) or
+        dead-lettered.  The store scrubs first: if that raises, nothing here
+        has changed."""
+        ref = rec.ref
+        self._store.scrub(ref)
+        sample_id = ref.sample_id
+        del self._live[sample_id]
+        self._outstanding -= 1
+        if self._dedup_window:
+            if len(self._completed) == self._dedup_window:
+                self._completed_ids.discard(self._completed.popleft())
+            self._completed.append(sample_id)
+            self._completed_ids.add(sample_id)
+        if reason is not None:
+            self._dead.append(DeadLetter(ref, reason, rec.deliveries))
+        self._room_generation += 1
+        if self._producers_waiting:
+            self._room.notify_all()
+        if self._closed:
+            self._notify_if_drained()
+
+    def _reclaim_nowait(self) -> int:
+        now = self._now()
+        deadlines = self._deadlines
+        live = self._live
+        count = 0
+        while True:
+            entry = deadlines.pop_expired(now)
+            if entry is None:
+                return count
+            try:
+                self._requeue_nowait(live[entry[1]])
+            except BaseException:
+                deadlines.restore(entry)
+                raise
+            count += 1
+
+    def _notify_if_drained(self) -> None:
+        if self._closed and not self._pending and self._outstanding == 0 and self._acquirers_waiting:
+            self._ready.notify_all()
+
+    # -- callbacks, delivered with no lock held --------------------------------------
+
+    def _deliver_events(self) -> None:
+        """Call the queued ``on_pause``/``on_resume`` callbacks in order, unless
+        another thread (or an outer frame of this one) is already doing it."""
+        with self._lock:
+            if self._delivering or not self._events:
+                return
+            self._delivering = True
+        try:
+            while True:
+                with self._lock:
+                    if not self._events:
+                        self._delivering = False
+                        return
+                    callback, health = self._events.popleft()
+                callback(health)
+        except BaseException:
+            with self._lock:
+                self._delivering = False
+            raise
+
+
+def _effective_watermarks(
+    store: FeatureStore, high_override: int | None, low_override: int | None
+) -> tuple[int | None, int | None]:
+    """The queue's override where given, else the store's own (D4), validated as a pair."""
+    fix = "fix the store's watermark configuration"
+    store_high = check_optional_count("store.high_watermark_bytes", store.high_watermark_bytes, 0, fix)
+    store_low = check_optional_count("store.low_watermark_bytes", store.low_watermark_bytes, 0, fix)
+    capacity = check_optional_count("store.capacity_bytes", store.capacity_bytes, 1, "fix the store's byte cap")
+    high, high_from = (high_override, "queue") if high_override is not None else (store_high, "store")
+    low, low_from = (low_override, "queue") if low_override is not None else (store_low, "store")
+    if (high is None) != (low is None):
+        raise ValueError(
+            f"the effective watermark pair is half set: high={high!r} ({high_from}), low={low!r} "
+            f"({low_from}); pass both high_watermark_bytes and low_watermark_bytes, or neither and "
+            f"configure both on the store"
+        )
+    if high is not None and low is not None:
+        if not low < high:
+            raise ValueError(
+                f"the effective low watermark {low} ({low_from}) must be < the effective high "
+                f"watermark {high} ({high_from}); lower low_watermark_bytes or raise high_watermark_bytes"
+            )
+        if capacity is not None and high > capacity:
+            raise ValueError(
+                f"the effective high watermark {high} ({high_from}) exceeds the store's capacity_bytes="
+                f"{capacity}, so the producer could never pause; pass high_watermark_bytes <= {capacity}"
+            )
+    return high, low
