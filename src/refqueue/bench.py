@@ -1,0 +1,75 @@
+"""``refqueue bench``: benchmarks that print numbers (never pass/fail).
+
+``refqueue bench queue [--json]`` measures the in-process ``SampleRefQueue``
+(``refqueue._bench_queue`` says how): ``put_us`` and ``acquire_ack_us`` at
+backlogs of 1,000 to 1,000,000 pending refs, idle and full
+``reclaim_expired`` with 100,000 leases out, put-to-wake latency of a blocked
+``acquire``, acquire+ack p99 while another thread copies a 400 MB sample out
+of the same ``LocalFeatureStore`` (the convoy of D6), and the CPython floor of
+the same acquire+ack work.  Every value is a median over ``--repeats`` runs.
+
+Progress goes to stderr; with ``--json`` stdout carries exactly one JSON
+object.  Heavy imports (torch) happen inside the measurement that needs them.
+The numbers depend on the machine and on whatever else it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["add_arguments", "run"]
+
+TARGETS = ("queue",)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", choices=TARGETS, help="what to benchmark")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument("--repeats", type=int, default=5, help="runs per figure; the median is kept (default 5)")
+    parser.add_argument(
+        "--backlogs",
+        type=lambda text: [int(x) for x in text.split(",")],
+        default=[1_000, 10_000, 100_000, 1_000_000],
+        help="comma-separated pending backlogs (default 1000,10000,100000,1000000)",
+    )
+    parser.add_argument("--ops", type=int, default=20_000, help="operations per timed run (default 20000)")
+    parser.add_argument(
+        "--reclaim-outstanding", type=int, default=100_000, help="leases out for the reclaim figures (default 100000)"
+    )
+    parser.add_argument("--wakes", type=int, default=300, help="wakeups per latency run (default 300)")
+    parser.add_argument(
+        "--convoy-mb", type=int, default=400, help="size of the sample copied during the convoy run; 0 skips it"
+    )
+    parser.add_argument("--convoy-ops", type=int, default=5_000, help="acquire+acks per convoy run, at least")
+    parser.add_argument("--quick", action="store_true", help="small sizes, one run each: a smoke test")
+
+
+def run(args: argparse.Namespace) -> int:
+    from refqueue._bench_queue import measure
+
+    for name in ("repeats", "ops", "reclaim_outstanding", "wakes", "convoy_ops"):
+        value = getattr(args, name)
+        if value < 1:
+            raise SystemExit(f"refqueue bench: --{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.convoy_mb < 0 or any(b < 1 for b in args.backlogs):
+        raise SystemExit("refqueue bench: --convoy-mb must be >= 0 and every backlog >= 1")
+    if args.quick:
+        settings: dict[str, Any] = dict(
+            backlogs=[1_000, 10_000], ops=2_000, repeats=1, reclaim_outstanding=10_000, wakes=50,
+            convoy_mb=min(args.convoy_mb, 8), convoy_ops=500,
+        )
+    else:
+        settings = dict(
+            backlogs=sorted(args.backlogs), ops=args.ops, repeats=args.repeats,
+            reclaim_outstanding=args.reclaim_outstanding, wakes=args.wakes, convoy_mb=args.convoy_mb,
+            convoy_ops=args.convoy_ops,
+        )
+    result = measure(**settings)
+    if args.json:
+        print(json.dumps(result, sort_keys=False))
+    else:
+        for key, value in result.items():
+            print(f"{key:40} {value}")
+    return 0
