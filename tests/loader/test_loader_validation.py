@@ -1,0 +1,110 @@
+"""FeatureDataLoader: constructor arguments are checked with messages that name the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from loader_helpers import exact, make_queue  # noqa: E402
+
+from refqueue.loader import FeatureDataLoader  # noqa: E402
+from refqueue.stores import LocalFeatureStore  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (
+            dict(algorithm="medusa"),
+            ValueError,
+            "FeatureDataLoader(algorithm) got 'medusa', which is not a FeatureAlgorithm; "
+            "use one of eagle3, dflash, dspark",
+        ),
+        (
+            dict(schema_version=True),
+            TypeError,
+            "FeatureDataLoader(schema_version) must be an int, got True (bool); pass the schema version the "
+            "consumer reads",
+        ),
+        (
+            dict(batch_size=0),
+            ValueError,
+            "FeatureDataLoader(batch_size) must be >= 1, got 0; pass how many samples each batch holds",
+        ),
+        (
+            dict(prefetch=-1),
+            ValueError,
+            "FeatureDataLoader(prefetch) must be >= 0, got -1; pass 0 for no prefetch or a sample count",
+        ),
+        (
+            dict(batch_size=4, prefetch=2),
+            ValueError,
+            "FeatureDataLoader(prefetch=2) is smaller than batch_size=4, so the buffer could never hold a full "
+            "batch; pass prefetch=0 or prefetch >= 4",
+        ),
+        (
+            dict(poll_interval=0),
+            ValueError,
+            "FeatureDataLoader(poll_interval) must be finite and > 0, got 0; pass a positive number of seconds",
+        ),
+        (
+            dict(reclaim=1),
+            TypeError,
+            "FeatureDataLoader(reclaim) must be a bool, got 1 (int); pass True or False",
+        ),
+        (
+            dict(device=1),
+            TypeError,
+            "FeatureDataLoader(device) must be None, a str or a torch.device, got 1 (int); pass e.g. 'cpu' or "
+            "'cuda:0'",
+        ),
+        (
+            dict(device="gpu"),
+            ValueError,
+            "FeatureDataLoader(device) got 'gpu', which torch does not know as a device; pass e.g. 'cpu' or "
+            "'cuda:0'",
+        ),
+        (
+            dict(store=object()),
+            TypeError,
+            "FeatureDataLoader(store) needs a refqueue.store.FeatureStore, got <object object at ADDR> (object); "
+            "pass the store the producers put into",
+        ),
+    ],
+)
+def test_constructor_rejects_bad_arguments(kwargs, error, message):
+    _, queue = make_queue(0)
+    args = dict(algorithm="eagle3", schema_version=2)
+    args.update(kwargs)
+    if "store" in kwargs:
+        message = message.replace("ADDR", hex(id(kwargs["store"])))
+    with pytest.raises(error, match=exact(message)):
+        FeatureDataLoader(queue, **args)
+
+
+def test_constructor_rejects_what_is_not_a_queue():
+    with pytest.raises(TypeError, match=exact(
+        "FeatureDataLoader(queue) needs a SampleRefQueue, got 'queue' (str), which lacks ['acquire', "
+        "'acquire_nowait', 'ack', 'fail', 'dead_letter', 'extend', 'reclaim_expired', 'is_drained']; pass a "
+        "refqueue.queue.SampleRefQueue or a backend with the same API"
+    )):
+        FeatureDataLoader("queue", LocalFeatureStore(), algorithm="eagle3", schema_version=2)
+
+
+def test_the_store_defaults_to_the_queues():
+    store, queue = make_queue(0)
+    loader = FeatureDataLoader(queue, algorithm="dspark", schema_version=0)
+    assert loader._store is store
+
+
+def test_a_store_other_than_the_queues_is_rejected():
+    _, queue = make_queue(0)
+    other = LocalFeatureStore(uri="mem://other")
+    with pytest.raises(ValueError, match=exact(
+        f"FeatureDataLoader(store) is 'mem://other' but the queue is bound to {queue.store.uri!r}; pass the "
+        f"queue's store (or leave store=None)"
+    )):
+        FeatureDataLoader(queue, other, algorithm="eagle3", schema_version=2)
