@@ -1,0 +1,64 @@
+"""``python -m conformance.mutants [--profile ci] [--report DIR]``: certify every
+mutant and print (and save as Markdown and JSON) how each was caught."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from conformance.mutants import MUTANTS
+from refqueue.conformance.certify import certify
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.mutants", description=__doc__)
+    parser.add_argument("--profile", choices=("ci", "deep"), default="ci")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--report", default="reports/certify")
+    args = parser.parse_args(argv)
+    rows = []
+    for name in MUTANTS:
+        started = time.perf_counter()
+        cert = certify(f"conformance.mutants.{name}:make", profile=args.profile, seed=args.seed)
+        seconds = time.perf_counter() - started
+        failure = cert.failure or {}
+        rows.append(
+            {
+                "mutant": name,
+                "caught": not cert.passed,
+                "phase": failure.get("phase"),
+                "steps_to_catch": failure.get("steps_to_failure"),
+                "steps_in_phase": failure.get("phase_steps_to_failure"),
+                "counterexample_steps": failure.get("trace_steps"),
+                "seconds": round(seconds, 2),
+                "divergence": failure.get("message"),
+                "bug": (sys.modules[f"conformance.mutants.{name}"].__doc__ or "").strip().splitlines()[0].removeprefix("Mutant: "),
+            }
+        )
+    lines = [
+        f"# Mutants against the conformance kit (profile {args.profile}, seed {args.seed})",
+        "",
+        "| mutant | bug | caught | phase | steps to catch (all phases) | in that phase | counterexample steps | seconds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        steps = "" if r["steps_to_catch"] is None else f"{r['steps_to_catch']:,}"
+        in_phase = "" if r["steps_in_phase"] is None else f"{r['steps_in_phase']:,}"
+        lines.append(
+            f"| {r['mutant']} | {r['bug']} | {'yes' if r['caught'] else '**NO**'} | {r['phase'] or ''} | {steps} | "
+            f"{in_phase} | {r['counterexample_steps'] or ''} | {r['seconds']} |"
+        )
+    table = "\n".join(lines) + "\n"
+    print(table)
+    report = Path(args.report)
+    report.mkdir(parents=True, exist_ok=True)
+    (report / "mutants.md").write_text(table)
+    (report / "mutants.json").write_text(json.dumps(rows, indent=2) + "\n")
+    return 0 if all(r["caught"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

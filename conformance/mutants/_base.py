@@ -1,0 +1,415 @@
+"""A small, plainly correct backend that the conformance kit certifies, and
+that every mutant breaks in exactly one place.
+
+It is written for reading, not speed: one ``threading.Lock``, plain lists
+and dicts, linear scans.  It shares no code with ``refqueue.queue`` (so a
+mutant never depends on the production queue's internals) nor with the
+reference model (so certifying it checks something).  Each rule of
+``docs/API.md`` lives in one small method a mutant can override:
+
+``_validate_put``   what a put refuses            ``_live``        which lease is live
+``_duplicate``      which ids are taken            ``_window``      the dedup memory
+``_requeue``        fail and reclaim               ``_expired``     what reclaim takes back
+``_finish``         ack and dead-letter (scrub)    ``_next_paused`` the hysteresis step
+``_drained``        the terminal None              ``_remember``    the dedup window
+
+Locking rule: ``self._lock`` guards every field; ``_*_nowait`` methods and
+the helpers above run with it held and are the only code that changes
+state.  Callbacks (``on_pause``/``on_resume``) run after the lock is
+released.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from refqueue.errors import DuplicateSample, ForeignLease, PutAborted, QueueClosed, ReplayedSample
+from refqueue.refs import SampleRef
+
+__all__ = ["BaseQueue", "DeadLetter", "Lease", "Timeout", "factory"]
+
+
+def _check_seconds(what: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, got {value!r} ({type(value).__name__})")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{what} must be finite and > 0, got {value!r}; pass a positive number of seconds")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Timeout:
+    """The visibility timeout of a lease (``VisibilityTimeout`` of docs/API.md)."""
+
+    seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        _check_seconds("visibility timeout", self.seconds)
+
+
+@dataclass(frozen=True)
+class Lease:
+    """One delivery of a sample; identity is ``(epoch, lease_id)``."""
+
+    ref: SampleRef
+    deadline: float
+    visibility_timeout: Timeout
+    redelivery_count: int = 0
+    lease_id: int = 0
+    epoch: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "ref": self.ref.to_dict(),
+                "deadline": self.deadline,
+                "visibility_timeout": self.visibility_timeout.seconds,
+                "redelivery_count": self.redelivery_count,
+                "lease_id": self.lease_id,
+                "epoch": self.epoch,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Lease:
+        data = json.loads(text)
+        return cls(
+            ref=SampleRef.from_dict(data["ref"]),
+            deadline=data["deadline"],
+            visibility_timeout=Timeout(data["visibility_timeout"]),
+            redelivery_count=data["redelivery_count"],
+            lease_id=data["lease_id"],
+            epoch=data["epoch"],
+        )
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    ref: SampleRef
+    reason: str
+    deliveries: int
+
+
+@dataclass
+class _Entry:
+    """A sample the queue holds (pending or leased)."""
+
+    ref: SampleRef
+    deliveries: int = 0  # acquires of this incarnation
+    redeliveries: int = 0  # fails and reclaims of this incarnation
+    lease: Lease | None = None  # the live lease while leased
+    deadline: float | None = None  # the live lease's deadline (moved by extend)
+
+
+class BaseQueue:
+    """The whole public API of docs/API.md, plainly."""
+
+    def __init__(
+        self,
+        store: Any,
+        clock: Any,
+        *,
+        visibility_timeout: float = 30.0,
+        high_watermark_bytes: int | None = None,
+        low_watermark_bytes: int | None = None,
+        on_pause: Callable[[Any], None] | None = None,
+        on_resume: Callable[[Any], None] | None = None,
+        max_deliveries: int | None = None,
+        dedup_window: int = 0,
+    ) -> None:
+        self._vt = Timeout(visibility_timeout)
+        high = high_watermark_bytes if high_watermark_bytes is not None else store.high_watermark_bytes
+        low = low_watermark_bytes if low_watermark_bytes is not None else store.low_watermark_bytes
+        if (high is None) != (low is None):
+            raise ValueError(f"the effective watermarks are half set (high={high!r}, low={low!r}); set both or neither")
+        if high is not None and not low < high:
+            raise ValueError(f"effective low watermark {low} must be < high watermark {high}")
+        if high is not None and store.capacity_bytes is not None and high > store.capacity_bytes:
+            raise ValueError(f"high watermark {high} exceeds the store's capacity {store.capacity_bytes}")
+        if max_deliveries is not None and (isinstance(max_deliveries, bool) or not isinstance(max_deliveries, int) or max_deliveries < 1):
+            raise ValueError(f"max_deliveries must be None or an int >= 1, got {max_deliveries!r}")
+        if isinstance(dedup_window, bool) or not isinstance(dedup_window, int) or dedup_window < 0:
+            raise ValueError(f"dedup_window must be an int >= 0, got {dedup_window!r}")
+        self._store = store
+        self._clock = clock
+        self._high, self._low = high, low
+        self._on_pause, self._on_resume = on_pause, on_resume
+        self._max_deliveries = max_deliveries
+        self._epoch = uuid.uuid4().hex
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        # Notified whenever a ref is enqueued or the queue closes (consumers wait on it).
+        self._ready = threading.Condition(self._lock)
+        # Notified whenever residency may have dropped (ack, dead-letter) or the queue closes;
+        # _room_changes counts those notifications so a waiter can tell a wakeup from a spurious one.
+        self._room = threading.Condition(self._lock)
+        self._room_changes = 0
+        self._pending: deque[str] = deque()
+        self._entries: dict[str, _Entry] = {}  # sample id -> entry, pending or leased
+        self._dead: list[DeadLetter] = []
+        self._completed: deque[str] = self._window(dedup_window)
+        self._dedup = dedup_window
+        self._closed = False
+        self._paused = False
+
+    # -- rules a mutant may override (all run with the lock held) ------------------
+
+    def _window(self, size: int) -> deque[str]:
+        return deque(maxlen=size)
+
+    def _validate_put(self, call: str, ref: object) -> None:
+        if not isinstance(ref, SampleRef):
+            raise TypeError(f"{call} needs a SampleRef, got {type(ref).__name__}")
+        if ref.store_uri != self._store.uri:
+            raise ValueError(f"{call}: ref {ref.sample_id!r} names store {ref.store_uri!r}, not {self._store.uri!r}")
+        if self._closed:
+            raise QueueClosed(f"{call}({ref.sample_id!r}) after close()")
+        if self._duplicate(ref.sample_id):
+            raise DuplicateSample(f"{call}({ref.sample_id!r}): already pending or leased")
+        if self._dedup and ref.sample_id in self._completed:
+            raise ReplayedSample(f"{call}({ref.sample_id!r}): completed within the dedup window")
+
+    def _duplicate(self, sample_id: str) -> bool:
+        return sample_id in self._entries
+
+    def _check_lease(self, call: str, lease: object) -> None:
+        if not isinstance(lease, Lease):
+            raise TypeError(f"{call} needs a Lease, got {type(lease).__name__}")
+        if lease.epoch != self._epoch:
+            raise ForeignLease(f"{call}: lease of epoch {lease.epoch!r}, this queue is {self._epoch!r}")
+
+    def _live(self, lease: Lease) -> _Entry | None:
+        entry = self._entries.get(lease.ref.sample_id)
+        if entry is None or entry.lease is None or entry.lease.lease_id != lease.lease_id:
+            return None
+        return entry
+
+    def _remember(self, sample_id: str) -> None:
+        if self._dedup:
+            self._completed.append(sample_id)
+
+    def _finish(self, entry: _Entry, reason: str | None) -> None:
+        """Ack (reason None) or dead-letter: the sample leaves, its data is scrubbed."""
+        del self._entries[entry.ref.sample_id]
+        self._store.scrub(entry.ref)
+        if reason is not None:
+            self._dead.append(DeadLetter(entry.ref, reason, entry.deliveries))
+        self._remember(entry.ref.sample_id)
+        self._room_changes += 1
+        self._room.notify_all()
+
+    def _requeue(self, entry: _Entry) -> None:
+        """Fail or reclaim: back to the tail, or dead-lettered at max_deliveries."""
+        entry.lease, entry.deadline = None, None
+        entry.redeliveries += 1
+        if self._max_deliveries is not None and entry.deliveries >= self._max_deliveries:
+            self._finish(entry, "max_deliveries")
+            return
+        self._pending.append(entry.ref.sample_id)
+        self._ready.notify()
+
+    def _expired(self, now: float) -> list[_Entry]:
+        hits = [e for e in self._entries.values() if e.deadline is not None and e.deadline <= now]
+        return sorted(hits, key=lambda e: (e.deadline, e.ref.sample_id))
+
+    def _next_paused(self, resident: int) -> bool:
+        if self._high is None:
+            return False
+        return not resident <= self._low if self._paused else resident >= self._high
+
+    def _drained(self) -> bool:
+        return self._closed and not self._pending and not any(e.lease for e in self._entries.values())
+
+    # -- the producer --------------------------------------------------------------
+
+    def put(self, ref: SampleRef) -> None:
+        with self._lock:
+            self._put_nowait("put", ref)
+
+    def _put_nowait(self, call: str, ref: SampleRef) -> None:
+        self._validate_put(call, ref)
+        if ref.sample_id in self._pending:  # only a broken _duplicate lets a pending id through
+            self._pending.remove(ref.sample_id)
+        self._entries[ref.sample_id] = _Entry(ref)
+        self._pending.append(ref.sample_id)
+        self._ready.notify()
+
+    def put_blocks_until_below(
+        self, ref: SampleRef, poll_interval: float = 0.05, abort_when: Callable[[], bool] | None = None
+    ) -> None:
+        _check_seconds("poll_interval", poll_interval)
+        while True:
+            enqueued, events = self._try_put_nowait(ref)
+            self._fire(events)
+            if enqueued:
+                return
+            if abort_when is not None and abort_when():
+                raise PutAborted(f"put_blocks_until_below({ref.sample_id!r}): abort_when() is true")
+            # Wait for a change of residency, close, or poll_interval; then take the next step.
+            deadline = time.monotonic() + poll_interval
+            with self._lock:
+                seen = self._room_changes
+                while self._room_changes == seen and (remaining := deadline - time.monotonic()) > 0:
+                    self._room.wait(remaining)
+
+    def _try_put_nowait(self, ref: SampleRef) -> tuple[bool, list[tuple[Callable[[Any], None] | None, Any]]]:
+        with self._lock:
+            self._validate_put("put_blocks_until_below", ref)
+            health = self._store.health()
+            paused = self._next_paused(health.resident_bytes)
+            events = self._transition(paused, health)
+            if not paused:
+                self._put_nowait("put_blocks_until_below", ref)
+            return not paused, events
+
+    def _transition(self, paused: bool, health: Any) -> list[tuple[Callable[[Any], None] | None, Any]]:
+        events = []
+        if paused != self._paused:
+            events.append((self._on_pause if paused else self._on_resume, health))
+        self._paused = paused
+        return events
+
+    @staticmethod
+    def _fire(events: list[tuple[Callable[[Any], None] | None, Any]]) -> None:
+        for callback, health in events:
+            if callback is not None:
+                callback(health)
+
+    # -- the consumer --------------------------------------------------------------
+
+    def acquire(self, poll_interval: float = 0.05) -> Lease | None:
+        _check_seconds("poll_interval", poll_interval)
+        deadline = time.monotonic() + poll_interval
+        with self._lock:
+            while True:
+                lease = self._acquire_nowait()
+                if lease is not None or self._drained():
+                    return lease
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._ready.wait(remaining)
+
+    def acquire_nowait(self) -> Lease | None:
+        with self._lock:
+            return self._acquire_nowait()
+
+    def _acquire_nowait(self) -> Lease | None:
+        if not self._pending:
+            return None
+        entry = self._entries[self._pending.popleft()]
+        entry.deliveries += 1
+        entry.deadline = self._clock.now() + self._vt.seconds
+        entry.lease = Lease(entry.ref, entry.deadline, self._vt, entry.redeliveries, next(self._ids), self._epoch)
+        return entry.lease
+
+    def ack(self, lease: Lease) -> bool:
+        with self._lock:
+            self._check_lease("ack", lease)
+            entry = self._live(lease)
+            if entry is None:
+                return False
+            self._finish(entry, None)
+            return True
+
+    def fail(self, lease: Lease) -> bool:
+        with self._lock:
+            self._check_lease("fail", lease)
+            entry = self._live(lease)
+            if entry is None:
+                return False
+            self._requeue(entry)
+            return True
+
+    def dead_letter(self, lease: Lease, reason: str) -> bool:
+        with self._lock:
+            self._check_lease("dead_letter", lease)
+            if not isinstance(reason, str) or not reason:
+                raise ValueError(f"dead_letter needs a non-empty reason str, got {reason!r}")
+            entry = self._live(lease)
+            if entry is None:
+                return False
+            entry.lease, entry.deadline = None, None
+            self._finish(entry, reason)
+            return True
+
+    def extend(self, lease: Lease, seconds: float | None = None) -> bool:
+        with self._lock:
+            self._check_lease("extend", lease)
+            seconds = self._vt.seconds if seconds is None else _check_seconds("extend(seconds)", seconds)
+            entry = self._live(lease)
+            if entry is None:
+                return False
+            entry.deadline = self._clock.now() + seconds
+            return True
+
+    # -- the environment -----------------------------------------------------------
+
+    def reclaim_expired(self) -> int:
+        with self._lock:
+            hits = self._expired(self._clock.now())
+            for entry in hits:
+                self._requeue(entry)
+            return len(hits)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._ready.notify_all()
+            self._room_changes += 1
+            self._room.notify_all()
+
+    # -- observers -----------------------------------------------------------------
+
+    @property
+    def epoch(self) -> str:
+        return self._epoch
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    @property
+    def is_drained(self) -> bool:
+        with self._lock:
+            return self._drained()
+
+    @property
+    def is_paused(self) -> bool:
+        return self._paused
+
+    def pending_count(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def outstanding_count(self) -> int:
+        with self._lock:
+            return sum(1 for e in self._entries.values() if e.lease is not None)
+
+    def dead_letters(self) -> list[DeadLetter]:
+        with self._lock:
+            return list(self._dead)
+
+
+def factory(cls: type[BaseQueue], *, make_store: Callable[[], Any] | None = None) -> Callable[..., BaseQueue]:
+    """The conformance factory ``make(store, clock, **config)`` of ``cls``."""
+
+    def make(store: Any, clock: Any, **config: Any) -> BaseQueue:
+        return cls(store, clock, **config)
+
+    make.__qualname__ = f"make[{cls.__name__}]"
+    if make_store is not None:
+        make.make_store = make_store  # type: ignore[attr-defined]
+    return make
+
+
+make = factory(BaseQueue)

@@ -1,0 +1,30 @@
+"""The certification of the in-process queue (``refqueue.queue``) by the
+conformance kit, one test per phase of ``refqueue certify``'s ci profile."""
+
+import pytest
+
+from refqueue.conformance.certify import PHASES, certify
+from refqueue.conformance.cli import DEFAULT_BACKEND
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_inprocess_queue_conforms(phase):
+    cert = certify(DEFAULT_BACKEND, profile="ci", phases=(phase,))
+    assert cert.passed, cert.counterexample
+    if phase == "construction":
+        assert cert.phases["construction"]["configurations"] == 15
+    elif phase == "walks":
+        assert cert.coverage["world_graph"]["actions_never_tried"] == []
+    else:
+        assert cert.coverage["lockstep"]["never_made"] == []
+
+
+@pytest.mark.slow
+def test_inprocess_queue_takes_every_transition_of_the_world_graph():
+    cert = certify(DEFAULT_BACKEND, exhaustive=True, phases=("walks",))
+    assert cert.passed, cert.counterexample
+    graph = cert.coverage["world_graph"]
+    assert graph["transitions"] == graph["transitions_total"] == 141_515
+    assert graph["nodes"] == graph["nodes_total"] == 26_308

@@ -1,0 +1,49 @@
+"""Every mutant in ``conformance/mutants`` is rejected by the ci profile, its
+printed counterexample fails on it and passes on the correct base backend;
+the base backend itself is certified."""
+
+import importlib.util
+
+import pytest
+
+from conformance.mutants import MUTANTS
+from refqueue.conformance.certify import PHASES, certify
+
+pytestmark = pytest.mark.torch
+
+BASE = "conformance.mutants._base:make"
+
+
+def _load_test(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.test_counterexample
+
+
+def test_there_are_at_least_twelve_mutants():
+    assert len(MUTANTS) >= 12, MUTANTS
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_the_base_backend_conforms(phase):
+    cert = certify(BASE, profile="ci", phases=(phase,))
+    assert cert.passed, cert.counterexample
+
+
+@pytest.mark.parametrize("mutant", MUTANTS)
+def test_ci_profile_rejects_mutant(mutant, tmp_path, record_property):
+    target = f"conformance.mutants.{mutant}:make"
+    cert = certify(target, profile="ci")
+    assert not cert.passed, f"the ci profile did not catch {mutant}"
+    record_property("steps_to_catch", cert.failure["steps_to_failure"])
+    record_property("counterexample_steps", cert.failure["trace_steps"])
+
+    on_mutant = tmp_path / f"test_{mutant}_counterexample.py"
+    on_mutant.write_text(cert.counterexample)
+    with pytest.raises(AssertionError):
+        _load_test(on_mutant, f"counterexample_{mutant}")()
+
+    on_base = tmp_path / f"test_{mutant}_on_base.py"
+    on_base.write_text(cert.counterexample.replace(repr(target), repr(BASE)))
+    _load_test(on_base, f"counterexample_{mutant}_on_base")()

@@ -1,0 +1,471 @@
+"""``certify(backend)``: every check of the kit in one run, and its certificate.
+
+A certification runs these phases, stopping at the first failure:
+
+``construction``  configurations the model rejects (a zero timeout, an
+                  empty hysteresis band, a half-set effective watermark pair,
+                  ...) must make the factory raise ``TypeError``/``ValueError``;
+                  those it accepts must construct
+``walks``         seeded random walks on the explorer's world graph
+                  (``refqueue.conformance.walks``), or with ``exhaustive`` a
+                  cover of every node and transition of it
+``lockstep``      the Hypothesis state machine (``refqueue.conformance.lockstep``)
+
+The certificate records the backend, the kit's version, the profile, the
+seed, examples and steps, the coverage of the world graph (share of its
+transitions, nodes and actions exercised, the actions never tried) and of
+the lockstep operations, the capabilities checked, and the duration.  A
+failure carries the shortest failing run found, rendered as a pytest
+function that replays it.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import refqueue
+from refqueue.conformance.contract import Backend, load_backend, rejection_kind
+from refqueue.conformance.harness import Failure, ModelConfig
+from refqueue.conformance.progress import Progress
+
+__all__ = [
+    "KIT_VERSION", "PHASES", "PROFILES", "Certificate", "Profile", "certify", "check_construction", "write_certificate",
+]
+
+KIT_VERSION = refqueue.__version__
+
+# Every operation the lockstep machine can make (the certificate lists those never made).
+LOCKSTEP_OPS = (
+    "store_put", "put", "try_put", "put_wrong", "acquire", "acquire_wait", "ack", "fail", "dead_letter",
+    "extend", "lease_wrong", "copy", "foreign", "get", "release", "tick", "reclaim", "close",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How much a certification runs.
+
+    ``hypothesis_profile`` is the Hypothesis settings profile the lockstep
+    run starts from (``ci`` is Hypothesis's own, ``deep`` the kit's).
+    """
+
+    name: str
+    examples: int  # Hypothesis examples of the lockstep machine
+    steps_per_example: int  # at most this many rules per example
+    walks: int  # random walks on the world graph
+    walk_length: int  # transitions after the walk's start node
+    hypothesis_profile: str
+
+
+PROFILES: dict[str, Profile] = {
+    "ci": Profile("ci", examples=1000, steps_per_example=50, walks=2000, walk_length=40, hypothesis_profile="ci"),
+    "deep": Profile("deep", examples=2000, steps_per_example=200, walks=20000, walk_length=60, hypothesis_profile="deep"),
+}
+
+
+@dataclass
+class Certificate:
+    """The outcome of ``certify``; ``passed`` is the verdict."""
+
+    backend: str
+    profile: str
+    seed: int
+    capabilities: dict[str, bool]
+    exhaustive: bool
+    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    coverage: dict[str, Any] = field(default_factory=dict)
+    failure: dict[str, Any] | None = None
+    counterexample: str | None = None  # pytest source replaying the failure
+    duration_s: float = 0.0
+    kit_version: str = KIT_VERSION
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None
+
+    @property
+    def examples(self) -> int:
+        return int(self.phases.get("lockstep", {}).get("examples", 0))
+
+    @property
+    def steps(self) -> int:
+        return sum(int(p.get("steps", 0)) for p in self.phases.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": "pass" if self.passed else "fail",
+            "backend": self.backend,
+            "kit_version": self.kit_version,
+            "profile": self.profile,
+            "seed": self.seed,
+            "exhaustive": self.exhaustive,
+            "examples": self.examples,
+            "steps": self.steps,
+            "duration_s": round(self.duration_s, 2),
+            "capabilities": self.capabilities,
+            "phases": self.phases,
+            "coverage": self.coverage,
+            "failure": self.failure,
+            "python": platform.python_version(),
+        }
+
+    def to_markdown(self) -> str:
+        d = self.to_dict()
+        lines = [
+            f"# refqueue conformance certificate: `{self.backend}`",
+            "",
+            f"**Verdict: {d['verdict'].upper()}**",
+            "",
+            "| field | value |",
+            "|---|---|",
+            f"| backend | `{self.backend}` |",
+            f"| kit version | {self.kit_version} |",
+            f"| profile | {self.profile}{' + exhaustive' if self.exhaustive else ''} |",
+            f"| seed | {self.seed} |",
+            f"| examples | {d['examples']:,} |",
+            f"| steps | {d['steps']:,} |",
+            f"| duration | {d['duration_s']} s |",
+            f"| capabilities | {', '.join(k for k, v in self.capabilities.items() if v)} |",
+            f"| not declared (not checked) | {', '.join(k for k, v in self.capabilities.items() if not v) or 'none'} |",
+            "",
+            "## Phases",
+            "",
+            "| phase | steps | seconds | steps/s | detail |",
+            "|---|---|---|---|---|",
+        ]
+        for name, p in self.phases.items():
+            detail = ", ".join(f"{k}={v}" for k, v in p.items() if k not in ("steps", "seconds", "steps_per_second"))
+            lines.append(f"| {name} | {p.get('steps', 0):,} | {p.get('seconds', 0)} | {p.get('steps_per_second', '')} | {detail} |")
+        graph = self.coverage.get("world_graph")
+        if graph:
+            lines += [
+                "",
+                "## Coverage of the world graph",
+                "",
+                f"- transitions: {graph['transitions']:,} of {graph['transitions_total']:,} ({graph['transitions_share']})",
+                f"- nodes: {graph['nodes']:,} of {graph['nodes_total']:,} ({graph['nodes_share']})",
+                f"- actions: {len(graph['actions'])} of {graph['actions_total']} "
+                f"(never tried: {', '.join(graph['actions_never_tried']) or 'none'})",
+            ]
+        ops = self.coverage.get("lockstep")
+        if ops:
+            lines += [
+                "",
+                "## Lockstep operations",
+                "",
+                f"- distinct model states reached: {ops['model_states']:,}",
+                f"- never made: {', '.join(ops['never_made']) or 'none'}",
+                "- made: " + ", ".join(f"{k} {v:,}" for k, v in ops["made"].items()),
+            ]
+        if self.failure:
+            lines += [
+                "",
+                "## Failure",
+                "",
+                f"- phase: {self.failure['phase']}",
+                f"- caught after {self.failure['steps_to_failure']:,} steps",
+                f"- shortest failing run: {self.failure['trace_steps']} steps",
+                f"- {self.failure['message']}",
+            ]
+            if self.failure.get("test_file"):
+                lines.append(f"- replay: `python -m pytest {self.failure['test_file']}`")
+        return "\n".join(lines) + "\n"
+
+
+# -- construction ------------------------------------------------------------------
+
+# (what, queue config, default store config in units); the model decides which
+# of them a factory must refuse.
+_CONSTRUCTIONS: list[tuple[str, ModelConfig, dict[str, int | None]]] = [
+    ("defaults", ModelConfig(), {}),
+    ("zero visibility timeout", ModelConfig(visibility_timeout=0.0), {}),
+    ("negative visibility timeout", ModelConfig(visibility_timeout=-1.0), {}),
+    ("non-finite visibility timeout", ModelConfig(visibility_timeout=float("nan")), {}),
+    ("watermark pair", ModelConfig(high=4, low=1), {}),
+    ("empty hysteresis band", ModelConfig(high=3, low=3), {}),
+    ("inverted watermarks", ModelConfig(high=2, low=3), {}),
+    ("high override only, store without watermarks", ModelConfig(high=4), {}),
+    ("high override over the store's low", ModelConfig(high=8), {"capacity": 10, "high": 6, "low": 2}),
+    ("low override at the store's high", ModelConfig(low=6), {"capacity": 10, "high": 6, "low": 2}),
+    ("high override past capacity", ModelConfig(high=11, low=2), {"capacity": 10}),
+    ("max_deliveries=0", ModelConfig(max_deliveries=0), {}),
+    ("max_deliveries=2", ModelConfig(max_deliveries=2), {}),
+    ("dedup_window=-1", ModelConfig(dedup_window=-1), {}),
+    ("dedup_window=3", ModelConfig(dedup_window=3), {}),
+]
+
+
+def check_construction(backend: Backend) -> tuple[int, dict[str, Any] | None]:
+    """Construct the backend with each of ``_CONSTRUCTIONS`` it can take; the
+    number checked and, on a disagreement with the model, the failure."""
+    from refqueue.conformance.samples import default_store
+    from refqueue.conformance.session import Session
+
+    caps = backend.capabilities
+    checked = 0
+    for what, config, store in _CONSTRUCTIONS:
+        if (config.max_deliveries is not None and not caps.max_deliveries) or (
+            config.dedup_window is not None and not caps.dedup_window
+        ):
+            continue
+        if backend.make_store is not None and store:
+            continue  # the case needs the kit's store
+        model_error = None
+        try:
+            limits_store = backend.make_store() if backend.make_store is not None else default_store(**store)
+            try:
+                config.model_config(limits_store, fifo=caps.fifo)
+            finally:
+                limits_store.close()
+        except (TypeError, ValueError) as exc:
+            model_error = str(exc)
+        checked += 1
+        try:
+            session = Session(backend, config.backend_config(), sizes={}, store=store)
+        except Exception as exc:  # noqa: BLE001 - classified against the model
+            if model_error is not None and rejection_kind(exc) == "invalid":
+                continue
+            message = (
+                f"constructing with {what} raised {type(exc).__name__}: {exc}; "
+                + ("the model rejects it as invalid" if model_error else "the model accepts it")
+            )
+            return checked, _construction_failure(backend, what, config, store, model_error, message)
+        session.close()
+        if model_error is not None:
+            message = f"constructing with {what} succeeded; the model rejects it: {model_error}"
+            return checked, _construction_failure(backend, what, config, store, model_error, message)
+    return checked, None
+
+
+def _construction_failure(
+    backend: Backend,
+    what: str,
+    config: ModelConfig,
+    store: dict[str, int | None],
+    model_error: str | None,
+    message: str,
+) -> dict[str, Any]:
+    from refqueue.conformance.render import render_construction
+
+    source = render_construction(
+        target=backend.target, what=what, config=config, store=store, model_error=model_error, reason=message
+    )
+    return {"phase": "construction", "message": message, "trace_steps": 0, "source": source}
+
+
+# -- the whole run ---------------------------------------------------------------------
+
+
+PHASES = ("construction", "walks", "lockstep")
+
+
+def certify(
+    backend: Backend | str,
+    *,
+    profile: str | Profile = "ci",
+    seed: int = 0,
+    steps: int | None = None,
+    exhaustive: bool = False,
+    progress: Progress | None = None,
+    phases: tuple[str, ...] = PHASES,
+) -> Certificate:
+    """Certify ``backend`` (a ``Backend`` or ``"module:factory"``); see the module docstring.
+
+    ``steps`` overrides the profile's rules per lockstep example; ``phases``
+    runs a subset of ``PHASES`` (the pytest plugin runs one per test).
+    """
+    unknown = [p for p in phases if p not in PHASES]
+    if unknown or not phases:
+        raise ValueError(f"phases must be a non-empty subset of {PHASES}, got {phases!r}")
+    if isinstance(backend, str):
+        backend = load_backend(backend)
+    if isinstance(profile, str):
+        if profile not in PROFILES:
+            raise ValueError(f"unknown profile {profile!r}; use one of {sorted(PROFILES)}")
+        profile = PROFILES[profile]
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+        raise ValueError(f"steps must be an int >= 1 (rules per lockstep example), got {steps!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {seed!r}")
+    lacking = _lacking_for_walks(backend)
+    if exhaustive and lacking:
+        raise ValueError(
+            f"the exhaustive cover follows the explorer's world graph, which needs {', '.join(WALK_NEEDS)}, "
+            f"but {backend.target} does not declare {', '.join(lacking)}; certify it without --exhaustive"
+        )
+    bar = progress or Progress(enabled=False)
+    started = time.perf_counter()
+    cert = Certificate(
+        backend=backend.target,
+        profile=profile.name,
+        seed=seed,
+        capabilities=backend.capabilities.to_dict(),
+        exhaustive=exhaustive,
+    )
+    runners = {"construction": _construction_phase, "walks": _walks_phase, "lockstep": _lockstep_phase}
+    try:
+        for name in PHASES:
+            if name in phases and not runners[name](cert, backend, profile, seed, steps, exhaustive, bar):
+                break
+    finally:
+        bar.finish()
+        cert.duration_s = time.perf_counter() - started
+    return cert
+
+
+# What the world graph's transitions use: FIFO acquires, Tick, Extend, max_deliveries=2.
+WALK_NEEDS = ("fifo", "injected_clock", "extend", "max_deliveries")
+
+
+def _lacking_for_walks(backend: Backend) -> list[str]:
+    caps = backend.capabilities.to_dict()
+    return [name for name in WALK_NEEDS if not caps[name]]
+
+
+def _timed(steps: int, seconds: float, **detail: Any) -> dict[str, Any]:
+    return {
+        "steps": steps,
+        "seconds": round(seconds, 2),
+        "steps_per_second": round(steps / seconds) if seconds > 0 else None,
+        **detail,
+    }
+
+
+def _fail(cert: Certificate, phase: str, failure: Failure, in_phase: int | None) -> None:
+    """Record ``failure``, found after ``in_phase`` steps of ``phase``, and its replay."""
+    from refqueue.conformance.render import render_test
+
+    source = render_test(
+        failure.trace,
+        target=cert.backend,
+        config=failure.config,
+        sizes=failure.sizes,
+        store=failure.store,
+        clock_start=failure.clock_start,
+        reason=f"{failure.message}\n\nFound by the refqueue conformance kit {cert.kit_version} (profile "
+        f"{cert.profile}, seed {cert.seed}, phase {phase}).",
+    )
+    earlier = sum(int(p.get("steps", 0)) for name, p in cert.phases.items() if name != phase)
+    cert.failure = {
+        "phase": phase,
+        "message": failure.message,
+        "steps_to_failure": earlier + (in_phase or 0),  # all phases' steps until it showed
+        "phase_steps_to_failure": in_phase or 0,
+        "trace_steps": len(failure.trace),
+    }
+    cert.counterexample = source
+
+
+def _construction_phase(
+    cert: Certificate, backend: Backend, profile: Profile, seed: int, steps: int | None, exhaustive: bool, bar: Progress
+) -> bool:
+    bar.start("construction", len(_CONSTRUCTIONS))
+    started = time.perf_counter()
+    checked, failure = check_construction(backend)
+    cert.phases["construction"] = _timed(0, time.perf_counter() - started, configurations=checked)
+    if failure is not None:
+        source = failure.pop("source")
+        cert.failure = {**failure, "steps_to_failure": 0, "phase_steps_to_failure": 0}
+        cert.counterexample = source
+        return False
+    return True
+
+
+def _walks_phase(
+    cert: Certificate, backend: Backend, profile: Profile, seed: int, steps: int | None, exhaustive: bool, bar: Progress
+) -> bool:
+    from refqueue.conformance.walks import Coverage, cover, random_walks, world_graph
+
+    lacking = _lacking_for_walks(backend)
+    if lacking:
+        cert.phases["walks"] = {"steps": 0, "skipped": f"the world graph needs {', '.join(lacking)}"}
+        return True
+    wg = world_graph()
+    coverage = Coverage.of(wg)
+    if exhaustive:
+        bar.start("exhaustive", len(wg.edges))
+        result = cover(
+            backend,
+            coverage=coverage,
+            wg=wg,
+            progress=lambda taken, done: bar.update(taken, f"transitions · {done:,} steps"),
+        )
+        name = "exhaustive"
+    else:
+        bar.start("walks", profile.walks)
+        result = random_walks(
+            backend,
+            walks=profile.walks,
+            length=profile.walk_length,
+            seed=seed,
+            coverage=coverage,
+            wg=wg,
+            progress=lambda walks, done: bar.update(walks, f"walks · {done:,} steps"),
+        )
+        name = "walks"
+    cert.phases[name] = _timed(result.steps, result.seconds, walks=result.walks, replays=result.replays)
+    graph = coverage.to_dict()
+    graph["transitions_share"] = f"{100 * graph['transitions'] / graph['transitions_total']:.1f} %"
+    graph["nodes_share"] = f"{100 * graph['nodes'] / graph['nodes_total']:.1f} %"
+    cert.coverage["world_graph"] = graph
+    if result.failure is not None:
+        _fail(cert, name, result.failure, result.steps_to_failure)
+        return False
+    return True
+
+
+def _lockstep_phase(
+    cert: Certificate, backend: Backend, profile: Profile, seed: int, steps: int | None, exhaustive: bool, bar: Progress
+) -> bool:
+    from refqueue.conformance.lockstep import run_lockstep
+
+    bar.start("lockstep", profile.examples)
+    started = time.perf_counter()
+    stats = run_lockstep(
+        backend,
+        hypothesis_profile=profile.hypothesis_profile,
+        examples=profile.examples,
+        steps_per_example=steps or profile.steps_per_example,
+        seed_value=seed,
+        on_example=lambda s: bar.update(s.examples, f"examples · {s.steps:,} steps"),
+    )
+    seconds = time.perf_counter() - started
+    cert.phases["lockstep"] = _timed(stats.steps, seconds, examples=stats.examples)
+    cert.coverage["lockstep"] = {
+        "model_states": len(stats.states),
+        "made": dict(sorted(stats.ops.items(), key=lambda kv: -kv[1])),
+        "never_made": [op for op in LOCKSTEP_OPS if op not in stats.ops],
+    }
+    if stats.failure is not None:
+        _fail(cert, "lockstep", stats.failure, stats.steps_to_failure)
+        return False
+    return True
+
+
+def _slug(target: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", target).strip("_")
+
+
+def write_certificate(cert: Certificate, report_dir: str | Path) -> dict[str, Path]:
+    """Write ``<slug>.json`` and ``<slug>.md`` (and ``test_<slug>.py`` for a
+    failure) under ``report_dir``; returns their paths by kind."""
+    directory = Path(report_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    slug = _slug(cert.backend)
+    paths: dict[str, Path] = {}
+    if cert.counterexample is not None:
+        paths["test"] = directory / f"test_{slug}.py"
+        paths["test"].write_text(cert.counterexample)
+        assert cert.failure is not None
+        cert.failure["test_file"] = str(paths["test"])
+    paths["json"] = directory / f"{slug}.json"
+    paths["json"].write_text(json.dumps(cert.to_dict(), indent=2) + "\n")
+    paths["markdown"] = directory / f"{slug}.md"
+    paths["markdown"].write_text(cert.to_markdown())
+    return paths

@@ -1,0 +1,137 @@
+"""``refqueue certify [MODULE:FACTORY] [--profile ci|deep] [--steps N] [--seed S]
+[--report DIR] [--exhaustive]``: certify a backend against the reference model.
+
+Exit status: 0 with a certificate (JSON and Markdown) in the report folder;
+1 when the backend diverges from the model, after printing the shortest
+failing run as a runnable pytest function (also saved in the report folder);
+2 when the target cannot be loaded or an option is wrong.  A progress bar is
+drawn on stderr while it runs.  Importing this module imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["DEFAULT_BACKEND", "add_arguments", "run"]
+
+DEFAULT_BACKEND = "refqueue.conformance.backends:inprocess"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; pass a whole number >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below 1; pass a whole number >= 1")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed; pass e.g. --seed 0") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "backend",
+        nargs="?",
+        default=DEFAULT_BACKEND,
+        metavar="MODULE:FACTORY",
+        help=f"the backend's factory make(store, clock, **config) (default: {DEFAULT_BACKEND})",
+    )
+    parser.add_argument("--profile", choices=("ci", "deep"), default="ci", help="how much to run (default: ci)")
+    parser.add_argument(
+        "--steps", type=_positive_int, default=None, metavar="N", help="rules per lockstep example (default: the profile's)"
+    )
+    parser.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of the walks and of Hypothesis (default: 0)")
+    parser.add_argument(
+        "--report", default="reports/certify", metavar="DIR", help="where the certificate goes (default: reports/certify)"
+    )
+    parser.add_argument(
+        "--exhaustive",
+        action="store_true",
+        help="take every transition of the explorer's world graph instead of random walks",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="draw no progress bar")
+
+
+def run(args: Any) -> int:
+    from refqueue.conformance.certify import certify, write_certificate
+    from refqueue.conformance.contract import load_backend
+    from refqueue.conformance.progress import Progress
+
+    try:
+        backend = load_backend(args.backend)
+    except (TypeError, ValueError) as exc:
+        print(f"refqueue certify: {exc}", file=sys.stderr)
+        return 2
+    try:
+        cert = certify(
+            backend,
+            profile=args.profile,
+            seed=args.seed,
+            steps=args.steps,
+            exhaustive=args.exhaustive,
+            progress=Progress(enabled=not args.no_progress),
+        )
+    except ValueError as exc:
+        print(f"refqueue certify: {exc}", file=sys.stderr)
+        return 2
+    paths = write_certificate(cert, args.report)
+    print(summary(cert, paths))
+    if not cert.passed:
+        print()
+        print(cert.counterexample)
+        return 1
+    return 0
+
+
+def summary(cert: Any, paths: dict[str, Any]) -> str:
+    """The human-readable outcome (what ``run`` prints)."""
+    d = cert.to_dict()
+    lines = [
+        f"refqueue certify: {d['verdict'].upper()}  {cert.backend}  "
+        f"(profile {cert.profile}{' + exhaustive' if cert.exhaustive else ''}, seed {cert.seed}, kit {cert.kit_version})"
+    ]
+    for name, p in cert.phases.items():
+        if "skipped" in p:
+            lines.append(f"  {name:<13} skipped: {p['skipped']}")
+            continue
+        if name == "construction":
+            lines.append(f"  {name:<13} {p['configurations']} configurations")
+            continue
+        what = f"{p['examples']:,} examples" if name == "lockstep" else f"{p['walks']:,} walks"
+        if p.get("replays"):
+            what += f" ({p['replays']:,} replays)"
+        rate = f", {p['steps_per_second']:,} steps/s" if p.get("steps_per_second") else ""
+        lines.append(f"  {name:<13} {what}, {p['steps']:,} steps, {p['seconds']} s{rate}")
+    graph = cert.coverage.get("world_graph")
+    if graph:
+        lines.append(
+            f"  {'coverage':<13} world graph: {graph['transitions']:,}/{graph['transitions_total']:,} transitions "
+            f"({graph['transitions_share']}), {graph['nodes']:,}/{graph['nodes_total']:,} nodes ({graph['nodes_share']}), "
+            f"{len(graph['actions'])}/{graph['actions_total']} actions "
+            f"(never tried: {', '.join(graph['actions_never_tried']) or 'none'})"
+        )
+    ops = cert.coverage.get("lockstep")
+    if ops:
+        made = len(ops["made"])
+        lines.append(
+            f"  {'':<13} lockstep: {made}/{made + len(ops['never_made'])} operations "
+            f"(never made: {', '.join(ops['never_made']) or 'none'}), {ops['model_states']:,} model states"
+        )
+    lines.append(f"  {'duration':<13} {d['duration_s']} s")
+    if cert.failure:
+        f = cert.failure
+        lines.append(
+            f"  {'failure':<13} {f['phase']}: caught after {f['steps_to_failure']:,} steps; "
+            f"shortest failing run {f['trace_steps']} steps"
+        )
+        lines.append(f"  {'':<13} {f['message']}")
+    lines.append(f"  {'certificate':<13} {', '.join(str(p) for p in paths.values())}")
+    return "\n".join(lines)

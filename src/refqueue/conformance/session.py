@@ -1,0 +1,199 @@
+"""The backend side of a conformance run: one queue a factory made, its store
+and its clock, and the few helpers a replayed trace needs.
+
+The lockstep harness drives a ``Session``; a counterexample printed by
+``refqueue certify`` builds one too (``Session.start("module:factory", ...)``)
+and then calls the queue directly, so the printed test reads like the calls
+it replays.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from refqueue.clock import ManualClock
+from refqueue.conformance.contract import Backend, load_backend, rejection_kind
+from refqueue.conformance.samples import STORE_META, default_store, same_tensors, sample_tensors
+
+__all__ = ["Session", "CLOCK_START", "OTHER_STORE_URI"]
+
+CLOCK_START = 100.0  # the clock starts here, not at 0, so a deadline is never just the timeout
+OTHER_STORE_URI = "other://conformance-elsewhere"  # names a store no queue is bound to
+
+
+class Session:
+    """One backend instance under test.
+
+    ``config`` is what the factory receives (see ``refqueue.conformance.contract``);
+    the session adds ``on_pause``/``on_resume``, which record
+    ``(event, resident_bytes)`` in ``events``.  ``sizes`` gives each sample
+    id its size in units; ``store`` the default store's caps and watermarks
+    in units (ignored when the backend brings its own ``make_store``); the
+    clock starts at ``clock_start``.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        config: Mapping[str, Any],
+        *,
+        sizes: Mapping[str, int],
+        store: Mapping[str, int | None] | None = None,
+        clock_start: float = CLOCK_START,
+    ) -> None:
+        self.backend = backend
+        self.sizes = dict(sizes)
+        self.config = dict(config)
+        self.store_config = dict(store or {})
+        self.clock = ManualClock(clock_start)
+        self.store = backend.make_store() if backend.make_store is not None else default_store(**self.store_config)
+        self.events: list[tuple[str, Any]] = []
+        self.written: dict[str, dict[str, Any]] = {}  # sample id -> tensors of its last successful store put
+        self._tags = itertools.count(1)
+        self._other: Any = None  # (store, queue) of the second instance, made on first use
+        self._foreign = itertools.count(1)
+        self.queue = backend.factory(
+            self.store, self.clock, **self.config, on_pause=self._on_pause, on_resume=self._on_resume
+        )
+
+    @classmethod
+    def start(
+        cls,
+        target: str,
+        *,
+        sizes: Mapping[str, int],
+        store: Mapping[str, int | None] | None = None,
+        clock_start: float = CLOCK_START,
+        **config: Any,
+    ) -> Session:
+        """A session of the backend ``"module:factory"`` (what a printed counterexample calls)."""
+        return cls(load_backend(target), config, sizes=sizes, store=store, clock_start=clock_start)
+
+    def _on_pause(self, health: Any) -> None:
+        self.events.append(("pause", getattr(health, "resident_bytes", health)))
+
+    def _on_resume(self, health: Any) -> None:
+        self.events.append(("resume", getattr(health, "resident_bytes", health)))
+
+    # -- the producer's data ------------------------------------------------------
+
+    def store_put(self, sample_id: str) -> Any:
+        """``store.put`` of the kit's sample for ``sample_id`` (size from ``sizes``)."""
+        units = self.sizes[sample_id]
+        tensors = sample_tensors(units, next(self._tags))
+        ref = self.store.put(sample_id, tensors, num_tokens=units, **STORE_META)
+        self.written[sample_id] = tensors
+        return ref
+
+    def other_store_ref(self, ref: Any) -> Any:
+        """``ref`` as if it named another store (a queue must refuse it)."""
+        return dataclasses.replace(ref, store_uri=OTHER_STORE_URI)
+
+    def foreign_lease(self) -> Any:
+        """A live lease of a second queue the same factory made (another epoch)."""
+        if self._other is None:
+            make_store = self.backend.make_store
+            store = make_store() if make_store is not None else default_store(**self.store_config)
+            queue = self.backend.factory(store, self.clock, **self.config)
+            self._other = (store, queue)
+        store, queue = self._other
+        sample_id = f"foreign{next(self._foreign)}"
+        ref = store.put(sample_id, sample_tensors(1, 0), num_tokens=1, **STORE_META)
+        queue.put(ref)
+        lease = queue.acquire_nowait()
+        if lease is None:
+            raise AssertionError(f"the second queue made by {self.backend.target} put {sample_id!r} but acquire_nowait() returned None")
+        return lease
+
+    def close(self) -> None:
+        """Close the stores this session made (a store that cannot close changes no verdict)."""
+        stores = [self.store] if self._other is None else [self.store, self._other[0]]
+        for store in stores:
+            try:
+                store.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    # -- assertions a printed counterexample uses -------------------------------------
+
+    @contextlib.contextmanager
+    def rejects(self, kind: str) -> Iterator[None]:
+        """The block must raise an error of the model's rejection ``kind``."""
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 - any exception is classified below
+            got = rejection_kind(exc)
+            if got != kind:
+                raise AssertionError(
+                    f"raised {type(exc).__name__} (kind {got!r}): {exc}; the model rejects the call as {kind!r}"
+                ) from exc
+            return
+        raise AssertionError(f"the call returned normally; the model rejects it as {kind!r}")
+
+    def expect_lease(self, lease: Any, *, ref: Any, redelivery_count: int, deadline: float | None) -> None:
+        """``lease`` is a fresh lease on ``ref`` with the model's count and deadline."""
+        if lease is None:
+            raise AssertionError(f"acquire returned None; the model hands out {ref.sample_id!r}")
+        assert lease.ref == ref, f"lease.ref is {lease.ref.sample_id!r}, the model hands out {ref.sample_id!r}"
+        assert lease.redelivery_count == redelivery_count, (
+            f"lease.redelivery_count is {lease.redelivery_count}, the model says {redelivery_count}"
+        )
+        if deadline is not None:
+            assert lease.deadline == deadline, f"lease.deadline is {lease.deadline!r}, the model says {deadline!r}"
+
+    def expect_data(self, tensors: Mapping[str, Any], sample_id: str, written: Mapping[str, Any] | None = None) -> None:
+        """``tensors`` are what the last store put of ``sample_id`` wrote (or ``written``)."""
+        problem = same_tensors(tensors, self.written[sample_id] if written is None else written)
+        assert problem is None, f"get({sample_id!r}): {problem}"
+
+    def expect(
+        self,
+        *,
+        pending: int,
+        outstanding: int,
+        closed: bool,
+        drained: bool,
+        paused: bool | None,
+        dead: list[tuple[str, str, int]] | None,
+        resident_bytes: int,
+        sample_count: int,
+        high_watermark_hit: bool,
+        low_watermark_hit: bool,
+        events: list[tuple[str, int]],
+    ) -> None:
+        """The queue's and the store's observables are the model's."""
+        q = self.queue
+        health = self.store.health()
+        got = {
+            "pending_count()": q.pending_count(),
+            "outstanding_count()": q.outstanding_count(),
+            "is_closed": q.is_closed,
+            "is_drained": q.is_drained,
+            "health().resident_bytes": health.resident_bytes,
+            "health().sample_count": health.sample_count,
+            "health().high_watermark_hit": health.high_watermark_hit,
+            "health().low_watermark_hit": health.low_watermark_hit,
+            "on_pause/on_resume calls": self.events,
+        }
+        want: dict[str, Any] = {
+            "pending_count()": pending,
+            "outstanding_count()": outstanding,
+            "is_closed": closed,
+            "is_drained": drained,
+            "health().resident_bytes": resident_bytes,
+            "health().sample_count": sample_count,
+            "health().high_watermark_hit": high_watermark_hit,
+            "health().low_watermark_hit": low_watermark_hit,
+            "on_pause/on_resume calls": events,
+        }
+        if paused is not None:
+            got["is_paused"], want["is_paused"] = q.is_paused, paused
+        if dead is not None:
+            got["dead_letters()"] = [(d.ref.sample_id, d.reason, d.deliveries) for d in q.dead_letters()]
+            want["dead_letters()"] = dead
+        wrong = [f"{k} is {got[k]!r}, the model says {want[k]!r}" for k in want if got[k] != want[k]]
+        assert not wrong, "; ".join(wrong)

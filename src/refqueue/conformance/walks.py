@@ -1,0 +1,401 @@
+"""Drive a backend along paths of the explorer's world graph.
+
+The explorer's graph (``refqueue.model.explorer.build_graph(make_world())``:
+at the default bounds 26,308 nodes and 141,515 transitions) holds every
+state one producer, two consumers and the environment can reach, and every
+transition between them.  Each transition maps to backend calls through the
+``Harness`` (which compares every answer and observable with the model):
+
+    StorePut  store.put              Get      store.get(lease.ref)
+    TryPut    one blocking-put step  Release  store.release(handle)
+    Acquire   acquire_nowait()       Ack/Fail ack/fail with the consumer's lease
+    Extend    extend(lease)          Crash    the consumer forgets its lease
+    Stop      acquire_nowait() is None and is_drained
+    ReclaimExpired, Close, Tick      reclaim_expired(), close(), clock.advance(1)
+
+A backend cannot be snapshotted, so a path always starts from a fresh
+backend at the initial node.  Two drivers:
+
+``random_walks``  seeded random walks, each from a node drawn uniformly
+                  (reached by its shortest path), preferring transitions not
+                  taken yet (the ci profile's sample of the graph);
+``cover``         every transition taken at least once (``--exhaustive``):
+                  walk greedily along untaken transitions; when the current
+                  node has none left, move along taken ones to the nearest
+                  node that still has some, or, when restarting is shorter
+                  (or nothing is reachable), start a fresh backend and replay
+                  the shortest path to the shallowest such node.
+
+Both stop at the first divergence and return the failing run, shortened by
+deleting transitions while it still fails (``refqueue.conformance.shrink``).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from refqueue.conformance.contract import Backend
+from refqueue.conformance.harness import Divergence, Failure, Harness, ModelConfig
+from refqueue.conformance.shrink import shrink
+from refqueue.model.explorer import StateGraph, build_graph
+from refqueue.model.world import World, make_world
+
+__all__ = ["Coverage", "WorldGraph", "WalkResult", "cover", "random_walks", "world_graph"]
+
+
+@dataclass
+class WorldGraph:
+    """The explorer's graph with what the drivers need: out-edges per node, and
+    the breadth-first tree (each node's parent edge and depth)."""
+
+    graph: StateGraph
+    out: list[list[int]]  # node -> indices of its out-edges
+    parent: list[int]  # node -> the edge that first reached it (-1 for the initial node)
+    depth: list[int]  # node -> length of the shortest path to it
+
+    @property
+    def world(self) -> World:
+        return self.graph.world
+
+    @property
+    def edges(self) -> list[tuple[int, str, object, int, object]]:
+        return self.graph.edges
+
+    def path_to(self, node: int) -> list[int]:
+        """The edges of the shortest path from the initial node to ``node``."""
+        path = []
+        while node != 0:
+            e = self.parent[node]
+            path.append(e)
+            node = self.edges[e][0]
+        path.reverse()
+        return path
+
+
+@functools.lru_cache(maxsize=4)
+def world_graph(world: World | None = None) -> WorldGraph:
+    """The graph of ``world`` (default ``make_world()``), built once per process."""
+    graph = build_graph(make_world() if world is None else world)
+    n = len(graph.nodes)
+    out: list[list[int]] = [[] for _ in range(n)]
+    parent = [-1] * n
+    depth = [0] * n
+    reached = [False] * n
+    reached[0] = True
+    for e, (src, _action, _arg, dst, _value) in enumerate(graph.edges):
+        out[src].append(e)
+        if not reached[dst]:  # edges are listed in breadth-first order
+            reached[dst] = True
+            parent[dst] = e
+            depth[dst] = depth[src] + 1
+    return WorldGraph(graph, out, parent, depth)
+
+
+@dataclass
+class Coverage:
+    """Which of the graph's nodes, transitions and actions a run exercised."""
+
+    nodes_total: int
+    edges_total: int
+    actions_total: list[str]
+    nodes: set[int] = field(default_factory=set)
+    edges: set[int] = field(default_factory=set)
+    actions: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, wg: WorldGraph) -> Coverage:
+        actions = sorted({edge[1] for edge in wg.edges})
+        return cls(len(wg.graph.nodes), len(wg.edges), actions, {0})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "nodes": len(self.nodes),
+            "nodes_total": self.nodes_total,
+            "transitions": len(self.edges),
+            "transitions_total": self.edges_total,
+            "actions": sorted(self.actions),
+            "actions_never_tried": [a for a in self.actions_total if a not in self.actions],
+            "actions_total": len(self.actions_total),
+        }
+
+
+@dataclass
+class WalkResult:
+    steps: int = 0  # backend steps, replays included
+    walks: int = 0  # fresh backends started (a replay starts one)
+    replays: int = 0  # restarts of the cover that replayed a path
+    steps_to_failure: int | None = None
+    failure: Failure | None = None
+    seconds: float = 0.0
+
+
+class _Run:
+    """One backend walking the graph: a harness plus which lease and handle
+    each world consumer holds (by harness name)."""
+
+    def __init__(self, backend: Backend, wg: WorldGraph) -> None:
+        world = wg.world
+        cfg = world.cfg
+        self.wg = wg
+        own_store = backend.make_store is not None
+        # The default store carries the world's watermarks (the queue falls back
+        # on them, D4); a backend's own store gets them as the queue's overrides.
+        config = ModelConfig(
+            visibility_timeout=cfg.visibility_timeout,
+            high=cfg.high if own_store else None,
+            low=cfg.low if own_store else None,
+            max_deliveries=cfg.max_deliveries,
+        )
+        store = None if own_store else {"capacity": cfg.capacity_bytes, "high": cfg.store_high, "low": cfg.store_low}
+        self.h = Harness(backend, config, sizes=dict(zip(world.samples, world.sizes)), store=store, clock_start=0.0)
+        self.leases: list[str | None] = [None] * world.consumers
+        self.handles: list[str | None] = [None] * world.consumers
+        self.node = 0
+        self.actions: list[tuple[str, object]] = []  # (action, arg) of each transition taken
+
+    def take(self, e: int) -> None:
+        """Make transition ``e`` (from the current node) on the backend."""
+        _src, action, arg, dst, _value = self.wg.edges[e]
+        self.actions.append((action, arg))
+        h = self.h
+        if action == "StorePut":
+            h.store_put(arg)
+        elif action == "TryPut":
+            h.try_put(h.latest_ref[arg])
+        elif action == "Acquire":
+            self.leases[arg] = h.acquire()
+        elif action == "Get":
+            self.handles[arg] = h.get(self.leases[arg])
+        elif action == "Release":
+            h.release(self.handles[arg])
+            self.handles[arg] = None
+        elif action in ("Ack", "Fail"):
+            (h.ack if action == "Ack" else h.fail)(self.leases[arg])
+            self.leases[arg] = None
+        elif action == "Extend":
+            h.extend(self.leases[arg], None)
+        elif action == "Crash":
+            h.crash(self.leases[arg])
+            self.leases[arg] = self.handles[arg] = None
+        elif action == "Stop":
+            h.stop()
+        elif action == "ReclaimExpired":
+            h.reclaim()
+        elif action == "Close":
+            h.close()
+        elif action == "Tick":
+            h.tick(1)
+        else:
+            raise ValueError(f"the world graph has an action the kit does not know: {action!r}")
+        if h.state != self.wg.graph.nodes[dst].state:
+            raise RuntimeError(
+                f"the kit's model state differs from the world graph's after {action}({arg}); the "
+                f"backend's own store must hold {len(self.h.sizes)} samples of one unit"
+            )
+        self.node = dst
+
+
+def _shortest(backend: Backend, wg: WorldGraph, run: _Run, error: BaseException) -> Failure:
+    """The failing run, shortened by deleting actions while it still fails
+    (``refqueue.conformance.shrink``; an action the shortened run's node does
+    not allow is skipped)."""
+    return shrink(run.actions, lambda actions: _replay(backend, wg, actions), run.h.failure(error))
+
+
+def _replay(backend: Backend, wg: WorldGraph, actions: list[tuple[str, object]]) -> Failure | None:
+    """Follow ``actions`` (labels of world transitions) from the initial node on a fresh backend."""
+    run = _Run(backend, wg)
+    out, edges = wg.out, wg.edges
+    try:
+        for action, arg in actions:
+            for e in out[run.node]:
+                if edges[e][1] == action and edges[e][2] == arg:
+                    run.take(e)
+                    break
+    except Divergence as exc:
+        return run.h.failure(exc)
+    finally:
+        run.h.dispose()
+    return None
+
+
+def random_walks(
+    backend: Backend,
+    *,
+    walks: int,
+    length: int,
+    seed: int,
+    coverage: Coverage | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    wg: WorldGraph | None = None,
+) -> WalkResult:
+    """``walks`` seeded random walks: each replays the shortest path to a node
+    drawn uniformly, then takes at most ``length`` transitions, at each node
+    picking among those ``coverage`` has not seen yet, if any, else among all.
+    ``progress(walks, steps)`` is called after each walk."""
+    for name, value in (("walks", walks), ("length", length), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"random_walks({name}={value!r}): {name} must be an int >= 0")
+    wg = wg or world_graph()
+    coverage = coverage or Coverage.of(wg)
+    seen = coverage.edges
+    rng = random.Random(seed)
+    result = WalkResult()
+    start = time.perf_counter()
+    out, edges = wg.out, wg.edges
+    n_nodes = len(wg.graph.nodes)
+    for _ in range(walks):
+        run = _Run(backend, wg)
+        result.walks += 1
+        path = wg.path_to(rng.randrange(n_nodes))
+        try:
+            for k in range(len(path) + length):
+                if k < len(path):
+                    e = path[k]
+                else:
+                    choices = out[run.node]
+                    if not choices:
+                        break
+                    fresh = [e for e in choices if e not in seen]
+                    e = rng.choice(fresh or choices)
+                try:
+                    run.take(e)
+                except Divergence as exc:
+                    result.steps += len(run.h.trace)
+                    result.steps_to_failure = result.steps
+                    result.failure = _shortest(backend, wg, run, exc)
+                    result.seconds = time.perf_counter() - start
+                    return result
+                seen.add(e)
+                coverage.nodes.add(edges[e][3])
+                coverage.actions.add(edges[e][1])
+        finally:
+            run.h.dispose()
+        result.steps += len(run.h.trace)
+        if progress is not None:
+            progress(result.walks, result.steps)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def cover(
+    backend: Backend,
+    *,
+    coverage: Coverage | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    wg: WorldGraph | None = None,
+) -> WalkResult:
+    """Take every transition of the graph at least once; see the module docstring.
+
+    ``progress(transitions_taken, steps)`` is called now and then.
+    """
+    wg = wg or world_graph()
+    out, edges, depth = wg.out, wg.edges, wg.depth
+    n_edges = len(edges)
+    taken = bytearray(n_edges)
+    left = [len(o) for o in out]  # untaken out-edges per node
+    remaining = n_edges
+    shallowest = 0  # nodes below this index have no untaken out-edge (index order is BFS order)
+    result = WalkResult()
+    start = time.perf_counter()
+    run = _Run(backend, wg)
+    result.walks = 1
+    done_steps = 0  # steps of finished runs
+    last_report = 0.0
+
+    def fresh() -> _Run:
+        nonlocal done_steps
+        done_steps += len(run.h.trace)
+        run.h.dispose()
+        result.walks += 1
+        return _Run(backend, wg)
+
+    def step(e: int) -> None:
+        nonlocal remaining
+        try:
+            run.take(e)
+        except Divergence as exc:
+            raise _Stop(e, exc) from exc
+        if not taken[e]:
+            taken[e] = 1
+            left[edges[e][0]] -= 1
+            remaining -= 1
+        if coverage is not None:
+            coverage.edges.add(e)
+            coverage.nodes.add(edges[e][3])
+            coverage.actions.add(edges[e][1])
+
+    try:
+        while remaining:
+            node = run.node
+            if left[node]:
+                best = -1
+                for e in out[node]:
+                    if not taken[e]:
+                        best = e
+                        if left[edges[e][3]] and edges[e][3] != node:
+                            break
+                step(best)
+            else:
+                while not left[shallowest]:
+                    shallowest += 1
+                path = _nearest_forward(wg, left, node, depth[shallowest])
+                if path is None:
+                    run = fresh()
+                    result.replays += 1
+                    path = wg.path_to(shallowest)
+                for e in path:
+                    step(e)
+            now = time.perf_counter()
+            if progress is not None and now - last_report > 0.25:
+                last_report = now
+                progress(n_edges - remaining, done_steps + len(run.h.trace))
+    except _Stop as stop:
+        result.steps = done_steps + len(run.h.trace)
+        result.steps_to_failure = result.steps
+        result.failure = _shortest(backend, wg, run, stop.error)
+    else:
+        result.steps = done_steps + len(run.h.trace)
+    finally:
+        run.h.dispose()
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+class _Stop(Exception):
+    def __init__(self, edge: int, error: Divergence) -> None:
+        super().__init__(str(error))
+        self.edge = edge
+        self.error = error
+
+
+def _nearest_forward(wg: WorldGraph, left: list[int], node: int, limit: int) -> list[int] | None:
+    """The shortest path from ``node`` to a node with untaken out-edges, if one
+    is reachable in fewer than ``limit`` steps (else a restart is as short)."""
+    out, edges = wg.out, wg.edges
+    prev: dict[int, int] = {node: -1}
+    frontier = deque([(node, 0)])
+    while frontier:
+        k, d = frontier.popleft()
+        if left[k]:
+            path = []
+            while k != node:
+                e = prev[k]
+                path.append(e)
+                k = edges[e][0]
+            path.reverse()
+            return path
+        if d + 1 >= limit:
+            continue
+        for e in out[k]:
+            dst = edges[e][3]
+            if dst not in prev:
+                prev[dst] = e
+                frontier.append((dst, d + 1))
+    return None

@@ -1,0 +1,111 @@
+"""``refqueue certify`` and ``pytest --refqueue-backend``: exit codes, reports, printed replays."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from refqueue.cli import main
+from refqueue.conformance.certify import PROFILES, Profile, certify
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = Profile("ci", examples=5, steps_per_example=10, walks=5, walk_length=5, hypothesis_profile="default")
+
+pytestmark = pytest.mark.torch
+
+
+def test_certify_passes_and_writes_the_certificate(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(PROFILES, "ci", TINY)
+    rc = main(["certify", "conformance.mutants._base:make", "--report", str(tmp_path), "--seed", "3", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert out.startswith("refqueue certify: PASS  conformance.mutants._base:make  (profile ci, seed 3, kit ")
+    data = json.loads((tmp_path / "conformance_mutants_base_make.json").read_text())
+    assert data["verdict"] == "pass" and data["seed"] == 3 and data["failure"] is None
+    assert data["examples"] >= 5 and data["steps"] > 0
+    assert set(data["coverage"]["world_graph"]) >= {"transitions", "transitions_total", "actions_never_tried"}
+    assert data["capabilities"]["fifo"] is True
+    assert "**Verdict: PASS**" in (tmp_path / "conformance_mutants_base_make.md").read_text()
+
+
+def test_certify_fails_with_a_replay_that_fails_on_its_own(tmp_path, capsys):
+    rc = main(["certify", "conformance.mutants.close_drops_pending:make", "--report", str(tmp_path), "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "refqueue certify: FAIL" in out and "def test_counterexample():" in out
+    saved = tmp_path / "test_conformance_mutants_close_drops_pending_make.py"
+    assert saved.read_text() in out
+    replay = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(saved)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "1 failed" in replay.stdout
+
+
+def test_certify_refuses_a_bad_target(capsys):
+    assert main(["certify", "nocolon", "--no-progress"]) == 2
+    assert capsys.readouterr().err == (
+        "refqueue certify: backend target 'nocolon' is not of the form 'module:factory'; "
+        "pass e.g. 'refqueue.conformance.backends:inprocess'\n"
+    )
+
+
+def test_certify_refuses_a_bad_steps_count(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["certify", "--steps", "0"])
+    assert exit_info.value.code == 2
+    assert "argument --steps: 0 is below 1; pass a whole number >= 1" in capsys.readouterr().err
+
+
+def test_certify_validates_its_arguments():
+    with pytest.raises(ValueError, match=r"^unknown profile 'fast'; use one of \['ci', 'deep'\]$"):
+        certify("conformance.mutants._base:make", profile="fast")
+    with pytest.raises(ValueError, match=r"^steps must be an int >= 1 \(rules per lockstep example\), got 0$"):
+        certify("conformance.mutants._base:make", steps=0)
+    with pytest.raises(ValueError, match=r"^phases must be a non-empty subset of \('construction', 'walks', 'lockstep'\), got \('x',\)$"):
+        certify("conformance.mutants._base:make", phases=("x",))
+
+
+def test_pytest_plugin_runs_the_phases_of_a_backend(tmp_path):
+    run = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            "--refqueue-backend=conformance.mutants.close_drops_pending:make", str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "2 failed, 1 passed" in run.stdout
+    assert "refqueue-conformance[walks]" in run.stdout and "refqueue-conformance[lockstep]" in run.stdout
+    assert "Replay it with this test:" in run.stdout
+
+
+def test_pytest_plugin_refuses_a_bad_target(tmp_path):
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--refqueue-backend=nocolon", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 4
+    assert "--refqueue-backend: backend target 'nocolon' is not of the form 'module:factory'" in run.stderr
+
+
+def test_the_kit_imports_without_torch_or_hypothesis():
+    code = (
+        "import sys\n"
+        "sys.modules['torch'] = None\n"
+        "sys.modules['hypothesis'] = None\n"
+        "import refqueue.conformance, refqueue.conformance.cli, refqueue.conformance.certify\n"
+        "import refqueue.conformance.walks, refqueue.conformance.render, refqueue.conformance.backends\n"
+        "print('ok')\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.stdout == "ok\n", run.stderr
