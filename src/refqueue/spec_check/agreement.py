@@ -1,0 +1,429 @@
+"""Agreement: the TLA+ spec and the Python model have the same state graph.
+
+At the same bounds, TLC's reachable states and the Python explorer's must be
+the same set, and so must the labelled transitions ``(source, action name,
+target)``.  TLC writes its graph with ``-dump dot,actionlabels FILE``;
+``read_dot`` reads it, ``node_of`` maps each TLC state to the model's
+``refqueue.model.world.Node`` (strictly: an unexpected variable, key or shape
+is an error, never skipped), and ``compare`` checks the two graphs.
+
+How the spec's variables map to the model (spec/SampleRefQueue.tla):
+
+* ``now closed paused pending ids resident_bytes resident_count dead``: the
+  ``State`` fields of the same names (sequences become tuples);
+* ``recs`` (a function from the ids seen) becomes the tuple of ``Rec`` in
+  ``ids`` order, ``NoDeadline`` becoming ``None``;
+* ``consumers`` (a function on ``0 .. n-1``) becomes the tuple of
+  ``Consumer``; a lease record becomes ``ModelLease`` with the model's epoch,
+  ``NoLease`` becomes ``None``;
+* ``completed`` (the dedup window) is not in the spec: the closed world puts
+  each sample once, so the model's stays ``()`` (checked: ``dedup_window``
+  must be 0).
+
+Self-loops are ignored on both sides (neither side should have any).  On a
+difference ``compare`` reports the first one in the Python graph's
+breadth-first order: the shortest trace from the initial state to a state
+whose outgoing transitions differ, and the transitions only one side has.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from refqueue.model.explorer import StateGraph, build_graph
+from refqueue.model.state import ModelLease, Rec, State
+from refqueue.model.world import Consumer, Node, World, initial_node
+from refqueue.spec_check.values import ModelValue, TlaValueError, parse_state
+
+__all__ = ["AgreementError", "AgreementResult", "DotGraph", "read_dot", "node_of", "compare", "check"]
+
+SPEC_VARIABLES = frozenset(
+    {"now", "closed", "paused", "pending", "ids", "recs", "resident_bytes", "resident_count", "dead", "consumers"}
+)
+REC_FIELDS = ("status", "incarnation", "deliveries", "redeliveries", "deadline", "resident", "nbytes")
+LEASE_FIELDS = frozenset({"sample_id", "incarnation", "redelivery_count"})
+CONSUMER_FIELDS = frozenset({"lease", "holding", "stopped"})
+NO_LEASE = ModelValue("NoLease")
+NO_DEADLINE = ModelValue("NoDeadline")
+
+
+class AgreementError(ValueError):
+    """TLC's dump cannot be read or mapped onto the model (a malformed file,
+    or a state the mapping does not cover)."""
+
+
+@dataclass
+class DotGraph:
+    """TLC's state graph as dumped: states by fingerprint, labelled edges."""
+
+    labels: dict[str, str]  # fingerprint -> the state as TLC printed it
+    initial: list[str]  # fingerprints of the initial states
+    edges: list[tuple[str, str, str]]  # (source fp, action name, target fp)
+
+
+_NODE_LINE = re.compile(r'^(-?\d+) \[label="((?:[^"\\]|\\.)*)"(,style = filled)?\];?$')
+_EDGE_LINE = re.compile(r'^(-?\d+) -> (-?\d+) \[label="([A-Za-z_][A-Za-z0-9_]*)"[^\]]*\];$')
+_DOT_ESCAPE = re.compile(r"\\(.)")
+_IGNORED = re.compile(r"^(strict digraph|digraph|subgraph|nodesep|color|rankdir|node \[|edge \[|\}|\{|$)")
+
+
+def _unescape_dot(label: str) -> str:
+    return _DOT_ESCAPE.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), label)
+
+
+def read_dot(path: str | Path) -> DotGraph:
+    """Read a file written by TLC's ``-dump dot,actionlabels``.  Lines of the
+    legend TLC appends (a subgraph of action names) are skipped; any other
+    line that is neither a state nor an edge is an error."""
+    path = Path(path)
+    if not path.is_file():
+        raise AgreementError(f"TLC's state dump {path} does not exist; run TLC with -dump dot,actionlabels {path}")
+    labels: dict[str, str] = {}
+    initial: list[str] = []
+    edges: list[tuple[str, str, str]] = []
+    in_legend = False
+    with path.open(encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            line = raw.rstrip("\n")
+            m = _EDGE_LINE.match(line)
+            if m is not None:
+                if not in_legend:
+                    edges.append((m.group(1), m.group(3), m.group(2)))
+                continue
+            m = _NODE_LINE.match(line)
+            if m is not None:
+                labels[m.group(1)] = _unescape_dot(m.group(2))
+                if m.group(3):
+                    initial.append(m.group(1))
+                continue
+            if line.startswith("subgraph cluster_legend"):
+                in_legend = True
+                continue
+            if in_legend or _IGNORED.match(line):
+                continue
+            raise AgreementError(
+                f"{path}:{lineno}: not a state or an edge of TLC's dot dump: {line[:120]!r}; "
+                f"dump with -dump dot,actionlabels"
+            )
+    if not initial:
+        raise AgreementError(f"{path} has no initial state (a state drawn filled); is it a complete TLC dump?")
+    missing = {dst for _, _, dst in edges if dst not in labels} | {src for src, _, _ in edges if src not in labels}
+    if missing:
+        raise AgreementError(
+            f"{path} has edges to {len(missing)} states it never labels (e.g. {sorted(missing)[0]}); "
+            f"the dump is truncated: rerun TLC to completion"
+        )
+    return DotGraph(labels, initial, edges)
+
+
+# -- mapping a TLC state onto the model ----------------------------------------
+
+
+def _want(cond: bool, what: str, value: object) -> None:
+    if not cond:
+        raise AgreementError(f"cannot map TLC's {what}: got {value!r}")
+
+
+def _nat(value: object, what: str) -> int:
+    _want(type(value) is int and value >= 0, f"{what} (a natural number)", value)  # type: ignore[operator]
+    return value  # type: ignore[return-value]
+
+
+def _bool(value: object, what: str) -> bool:
+    _want(type(value) is bool, f"{what} (a boolean)", value)
+    return value  # type: ignore[return-value]
+
+
+def _str_seq(value: object, what: str) -> tuple[str, ...]:
+    _want(isinstance(value, tuple) and all(type(x) is str for x in value), f"{what} (a sequence of strings)", value)
+    return value  # type: ignore[return-value]
+
+
+def _function(value: object, what: str) -> dict:
+    # TLC prints the function with the empty domain as <<>>.
+    if value == ():
+        return {}
+    _want(isinstance(value, dict), f"{what} (a function)", value)
+    return value  # type: ignore[return-value]
+
+
+def _rec(value: object, sid: str) -> Rec:
+    _want(isinstance(value, dict) and set(value) == set(REC_FIELDS), f"recs[{sid!r}] (a record of {REC_FIELDS})", value)
+    status = value["status"]  # type: ignore[index]
+    _want(type(status) is str, f"recs[{sid!r}].status", status)
+    deadline = value["deadline"]  # type: ignore[index]
+    if deadline == NO_DEADLINE:
+        deadline = None
+    else:
+        deadline = _nat(deadline, f"recs[{sid!r}].deadline")
+    return Rec(
+        status,
+        _nat(value["incarnation"], f"recs[{sid!r}].incarnation"),  # type: ignore[index]
+        _nat(value["deliveries"], f"recs[{sid!r}].deliveries"),  # type: ignore[index]
+        _nat(value["redeliveries"], f"recs[{sid!r}].redeliveries"),  # type: ignore[index]
+        deadline,
+        _bool(value["resident"], f"recs[{sid!r}].resident"),  # type: ignore[index]
+        _nat(value["nbytes"], f"recs[{sid!r}].nbytes"),  # type: ignore[index]
+    )
+
+
+def _consumer(value: object, c: int, epoch: str) -> Consumer:
+    _want(isinstance(value, dict) and set(value) == CONSUMER_FIELDS, f"consumers[{c}] (a record)", value)
+    lease = value["lease"]  # type: ignore[index]
+    if lease == NO_LEASE:
+        model_lease = None
+    else:
+        _want(isinstance(lease, dict) and set(lease) == LEASE_FIELDS, f"consumers[{c}].lease", lease)
+        _want(type(lease["sample_id"]) is str, f"consumers[{c}].lease.sample_id", lease)  # type: ignore[index]
+        model_lease = ModelLease(
+            epoch,
+            lease["sample_id"],  # type: ignore[index]
+            _nat(lease["incarnation"], f"consumers[{c}].lease.incarnation"),  # type: ignore[index]
+            _nat(lease["redelivery_count"], f"consumers[{c}].lease.redelivery_count"),  # type: ignore[index]
+        )
+    return Consumer(
+        model_lease,
+        _bool(value["holding"], f"consumers[{c}].holding"),  # type: ignore[index]
+        _bool(value["stopped"], f"consumers[{c}].stopped"),  # type: ignore[index]
+    )
+
+
+def node_of(state: dict[str, object], world: World) -> Node:
+    """The model's ``Node`` for one TLC state (parsed by ``parse_state``)."""
+    if set(state) != SPEC_VARIABLES:
+        raise AgreementError(
+            f"TLC's state has variables {sorted(state)}, the mapping expects {sorted(SPEC_VARIABLES)}; "
+            f"update refqueue.spec_check.agreement with the spec"
+        )
+    ids = _str_seq(state["ids"], "ids")
+    recs = _function(state["recs"], "recs")
+    _want(set(recs) == set(ids), f"recs (domain {sorted(ids)})", sorted(recs, key=str))
+    dead = state["dead"]
+    _want(
+        isinstance(dead, tuple)
+        and all(isinstance(d, tuple) and len(d) == 2 and all(type(x) is str for x in d) for d in dead),
+        "dead (a sequence of <<id, reason>>)",
+        dead,
+    )
+    model_state = State(
+        now=_nat(state["now"], "now"),
+        closed=_bool(state["closed"], "closed"),
+        paused=_bool(state["paused"], "paused"),
+        pending=_str_seq(state["pending"], "pending"),
+        ids=ids,
+        recs=tuple(_rec(recs[sid], sid) for sid in ids),
+        resident_bytes=_nat(state["resident_bytes"], "resident_bytes"),
+        resident_count=_nat(state["resident_count"], "resident_count"),
+        dead=dead,  # type: ignore[arg-type]
+        completed=(),
+    )
+    consumers = _function(state["consumers"], "consumers")
+    _want(
+        set(consumers) == set(range(world.consumers)),
+        f"consumers (a function on 0..{world.consumers - 1}, the world's consumer indices)",
+        sorted(consumers, key=str),
+    )
+    epoch = world.cfg.epoch
+    return Node(model_state, tuple(_consumer(consumers[c], c, epoch) for c in range(world.consumers)))
+
+
+# -- comparing the graphs -------------------------------------------------------
+
+
+@dataclass
+class AgreementResult:
+    """``ok`` when the graphs are identical; otherwise ``message`` says where
+    they first differ (a shortest trace in the Python graph to that state)."""
+
+    ok: bool
+    python_states: int
+    python_transitions: int  # self-loops excluded
+    tlc_states: int
+    tlc_transitions: int  # self-loops excluded
+    message: str = ""
+    details: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        verdict = "agree" if self.ok else "DISAGREE"
+        return (
+            f"spec and model {verdict}: TLC {self.tlc_states} states / {self.tlc_transitions} transitions, "
+            f"Python {self.python_states} states / {self.python_transitions} transitions"
+        )
+
+
+def _lease_text(me: Consumer) -> str:
+    lease = "-" if me.lease is None else f"{me.lease.sample_id}#{me.lease.incarnation}.{me.lease.redelivery_count}"
+    return lease + ("+data" if me.holding else "") + (" stopped" if me.stopped else "")
+
+
+def _short(value: object) -> str:
+    return repr(list(value)) if isinstance(value, tuple) else repr(value)
+
+
+def _describe(node: Node) -> str:
+    """One line: the state's fields, each sample's record, each consumer's lease
+    (``s0#1.0``: sample s0, incarnation 1, redelivery count 0)."""
+    s = node.state
+    parts = [
+        f"now={s.now}",
+        f"closed={s.closed}",
+        f"paused={s.paused}",
+        f"pending={list(s.pending)}",
+        f"resident_bytes={s.resident_bytes}",
+    ]
+    for sid, r in zip(s.ids, s.recs):
+        parts.append(
+            f"{sid}:{r.status}/inc{r.incarnation}/del{r.deliveries}/redel{r.redeliveries}"
+            f"/deadline={r.deadline}/{'resident' if r.resident else 'scrubbed'}"
+        )
+    if s.dead:
+        parts.append(f"dead={[list(d) for d in s.dead]}")
+    parts.extend(f"c{c}:{_lease_text(me)}" for c, me in enumerate(node.consumers))
+    return " ".join(parts)
+
+
+def _changes(src: Node, dst: Node) -> str:
+    """What a transition changed, field by field (for the report)."""
+    a, b = src.state, dst.state
+    out: list[str] = []
+    for name in State._fields:
+        if name != "recs" and getattr(a, name) != getattr(b, name):
+            out.append(f"{name} {_short(getattr(a, name))} -> {_short(getattr(b, name))}")
+    before = dict(zip(a.ids, a.recs))
+    for sid, rec in zip(b.ids, b.recs):
+        old = before.get(sid)
+        if old is None:
+            out.append(f"{sid} new {rec!r}")
+            continue
+        out.extend(
+            f"{sid}.{name} {getattr(old, name)!r} -> {getattr(rec, name)!r}"
+            for name in Rec._fields
+            if getattr(old, name) != getattr(rec, name)
+        )
+    for c, (x, y) in enumerate(zip(src.consumers, dst.consumers)):
+        if x != y:
+            out.append(f"c{c} {_lease_text(x)} -> {_lease_text(y)}")
+    return ", ".join(out) or "nothing"
+
+
+def _python_trace(graph: StateGraph, k: int) -> list[str]:
+    """The shortest path in the Python graph from the initial node to node ``k``."""
+    parent: dict[int, tuple[int, str]] = {0: (-1, "Init")}
+    frontier = deque([0])
+    out_edges: dict[int, list[tuple[str, object, int]]] = {}
+    for src, action, arg, dst, _ in graph.edges:
+        out_edges.setdefault(src, []).append((action, arg, dst))
+    while frontier and k not in parent:
+        i = frontier.popleft()
+        for action, arg, j in out_edges.get(i, ()):
+            if j not in parent:
+                parent[j] = (i, action if arg is None else f"{action}({arg})")
+                frontier.append(j)
+    steps: list[str] = []
+    while k >= 0:
+        k, label = parent[k][0], parent[k][1]
+        steps.append(label)
+    return steps[::-1]
+
+
+def compare(world: World, dot: DotGraph, graph: StateGraph | None = None) -> AgreementResult:
+    """Compare TLC's dumped graph with the model's graph of ``world``."""
+    if world.cfg.dedup_window != 0:
+        raise AgreementError(
+            f"the world has dedup_window={world.cfg.dedup_window}, but the spec has no dedup window; "
+            f"compare a world built by make_world (dedup_window=0)"
+        )
+    if graph is None:
+        graph = build_graph(world)
+    # Map every TLC state; two states mapping to one node means the mapping lost a difference.
+    node_by_fp: dict[str, Node] = {}
+    fp_by_node: dict[Node, str] = {}
+    cache: dict[str, object] = {}
+    for fp, label in dot.labels.items():
+        try:
+            node = node_of(parse_state(label, cache), world)
+        except TlaValueError as exc:
+            raise AgreementError(f"TLC state {fp} is not readable: {exc}") from None
+        other = fp_by_node.setdefault(node, fp)
+        if other != fp:
+            raise AgreementError(
+                f"TLC states {other} and {fp} both map to the model node {_describe(node)}; "
+                f"the mapping drops a variable the spec distinguishes"
+            )
+        node_by_fp[fp] = node
+    tlc_out: dict[Node, set[tuple[str, Node]]] = {}
+    tlc_transitions = 0
+    for src, action, dst in dot.edges:
+        if src == dst:
+            continue
+        edge = (action, node_by_fp[dst])
+        bucket = tlc_out.setdefault(node_by_fp[src], set())
+        if edge not in bucket:
+            bucket.add(edge)
+            tlc_transitions += 1
+
+    py_out: dict[int, dict[tuple[str, Node], str]] = {}
+    py_transitions = 0
+    for src, action, arg, dst, _ in graph.edges:
+        if src == dst:
+            continue
+        bucket2 = py_out.setdefault(src, {})
+        key = (action, graph.nodes[dst])
+        if key not in bucket2:
+            bucket2[key] = action if arg is None else f"{action}({arg})"
+            py_transitions += 1
+
+    result = AgreementResult(True, len(graph.nodes), py_transitions, len(node_by_fp), tlc_transitions)
+    root = initial_node(world)
+    tlc_initial = [node_by_fp[fp] for fp in dot.initial]
+    if tlc_initial != [root]:
+        result.ok = False
+        result.message = "the initial states differ"
+        result.details = [f"Python: {_describe(root)}"] + [f"TLC:    {_describe(n)}" for n in tlc_initial]
+        return result
+
+    # Breadth-first over the Python graph: the first node whose outgoing
+    # transitions differ is one of the nearest to the initial state.
+    for k, node in enumerate(graph.nodes):
+        mine = py_out.get(k, {})
+        theirs = tlc_out.get(node, set())
+        if node not in fp_by_node:
+            only_tlc: Iterable = ()
+            only_py = list(mine)
+            missing_node = True
+        else:
+            only_py = [e for e in mine if e not in theirs]
+            only_tlc = [e for e in theirs if e not in mine]
+            missing_node = False
+        if not only_py and not only_tlc and not missing_node:
+            continue
+        result.ok = False
+        trace = _python_trace(graph, k)
+        result.message = (
+            f"first difference after {len(trace) - 1} steps (shortest Python trace: {' -> '.join(trace)})"
+        )
+        details = [f"at: {_describe(node)}"]
+        if missing_node:
+            details.append("TLC never reaches this state")
+        for action, dst in sorted(only_py, key=lambda e: mine[e]):
+            details.append(f"only Python: {mine[(action, dst)]}: {_changes(node, dst)}")
+        for action, dst in sorted(only_tlc, key=lambda e: (e[0], _describe(e[1]))):
+            details.append(f"only TLC:    {action}: {_changes(node, dst)}")
+        result.details = details
+        return result
+
+    if len(node_by_fp) != len(graph.nodes):  # unreachable when every edge agrees; kept as a guard
+        result.ok = False
+        extra = next(n for n in fp_by_node if n not in graph.index)
+        result.message = f"TLC has {len(node_by_fp)} states, Python {len(graph.nodes)}"
+        result.details = [f"a TLC state Python never reaches: {_describe(extra)}"]
+    return result
+
+
+def check(dot_path: str | Path, world: World) -> AgreementResult:
+    """Read TLC's dump at ``dot_path`` and compare it with ``world``'s graph."""
+    return compare(world, read_dot(dot_path))

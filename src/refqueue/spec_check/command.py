@@ -1,0 +1,227 @@
+"""``refqueue check-spec``: model-check every config of spec/manifest.json
+with TLC, compare with the manifest, and check that the spec and the Python
+model agree.
+
+Per config it prints progress while TLC runs, then one table row; for each
+counterexample config the violated property and the trace TLC printed.  A
+config whose manifest entry has ``agreement`` also has its state graph
+dumped and compared with the Python model's (``refqueue.spec_check.agreement``),
+so the default run proves the agreement too.  Exit status: 0 when every
+config came out as the manifest says, 1 on any mismatch or unknown verdict,
+2 when it cannot run (bad arguments, no java, no TLC jar, a bad manifest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TextIO
+
+from refqueue.spec_check.agreement import AgreementError, AgreementResult, check
+from refqueue.spec_check.manifest import ConfigEntry, ManifestError, load_manifest, mismatches
+from refqueue.spec_check.tlc import TlcRun, TlcUnavailable, find_jar, find_java, run_tlc
+
+__all__ = ["add_arguments", "run", "check_config", "ConfigReport"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an int; pass a number of TLC worker threads >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is < 1; pass a number of TLC worker threads >= 1")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass seconds > 0") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number > 0; pass seconds > 0")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--spec-dir", default="spec", type=Path,
+        help="directory with SampleRefQueue.tla, the MC configs and manifest.json (default: spec)",
+    )
+    parser.add_argument(
+        "--workers", default=2, type=_positive_int,
+        help="TLC worker threads (default 2; counterexample configs always use the manifest's 1)",
+    )
+    parser.add_argument(
+        "--config", nargs="+", metavar="NAME", default=None,
+        help="check only these configs (names from manifest.json); default: all",
+    )
+    parser.add_argument(
+        "--agreement", action="store_true",
+        help="check only the configs with an agreement entry: TLC's state graph against the Python model's",
+    )
+    parser.add_argument(
+        "--timeout", default=600.0, type=_positive_seconds,
+        help="seconds one TLC run may take before it is stopped and reported unknown (default 600)",
+    )
+
+
+class ConfigReport:
+    """One config's run: TLC's answer, the manifest comparison, the agreement."""
+
+    def __init__(self, entry: ConfigEntry, run: TlcRun, problems: list[str], agreement: AgreementResult | None):
+        self.entry = entry
+        self.run = run
+        self.problems = problems
+        self.agreement = agreement
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_config(
+    spec_dir: Path,
+    entry: ConfigEntry,
+    *,
+    workers: int = 2,
+    timeout: float | None = 600.0,
+    out: TextIO | None = None,
+    java: str | None = None,
+    jar: Path | None = None,
+) -> ConfigReport:
+    """Run TLC on one manifest entry (dumping and comparing its graph when it
+    has an agreement entry) and compare the result with the manifest."""
+
+    def say(line: str) -> None:
+        if out is not None:
+            print(line, file=out, flush=True)
+
+    def progress(line: str) -> None:
+        if line.startswith(("Progress(", "Checking temporal properties", "Finished checking temporal")):
+            say(f"    tlc: {line}")
+
+    world = None
+    if entry.agreement is not None:
+        from refqueue.model.world import make_world
+
+        try:
+            world = make_world(**entry.agreement["world"])
+        except (TypeError, ValueError) as exc:
+            raise ManifestError(f"{entry.name}: agreement.world is not valid for make_world: {exc}") from None
+    with tempfile.TemporaryDirectory(prefix=f"refqueue-tlc-{entry.name}-") as tmp:
+        workdir = Path(tmp)
+        dump = workdir / "states.dot" if world is not None else None
+        run = run_tlc(
+            spec_dir, entry.module, entry.config, workdir,
+            workers=entry.workers or workers, dump=dump, timeout=timeout, on_line=progress, java=java, jar=jar,
+        )
+        problems = mismatches(entry, run)
+        agreement = None
+        if world is not None and run.outcome == "ok":
+            say(f"    agreement: comparing TLC's graph with the Python model's (make_world(**{entry.agreement['world']}))")
+            start = time.monotonic()
+            try:
+                agreement = check(dump, world)  # type: ignore[arg-type]
+            except AgreementError as exc:
+                problems.append(f"agreement could not be checked: {exc}")
+            else:
+                say(f"    agreement: {agreement.summary()} ({time.monotonic() - start:.1f} s)")
+                if not agreement.ok:
+                    problems.append(f"agreement: {agreement.message}")
+                    problems.extend(f"  {line}" for line in agreement.details)
+        elif world is not None:
+            problems.append("agreement not checked: TLC did not complete the state space")
+    return ConfigReport(entry, run, problems, agreement)
+
+
+def _fmt(value: object) -> str:
+    return "-" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _table(reports: list[ConfigReport]) -> list[str]:
+    head = ("config", "mode", "expected", "TLC found", "distinct", "generated", "depth", "trace", "seconds", "check")
+    rows = [head]
+    for r in reports:
+        trace = r.run.trace_states if r.run.outcome == "violation" else None
+        rows.append(
+            (
+                r.entry.name, r.entry.mode, r.entry.expected, r.run.result, _fmt(r.run.distinct_states),
+                _fmt(r.run.total_states), _fmt(r.run.depth), _fmt(trace), f"{r.run.seconds:.1f}",
+                "ok" if r.ok else "MISMATCH",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+
+
+def _select(entries: list[ConfigEntry], names: list[str] | None, agreement_only: bool) -> list[ConfigEntry]:
+    if names is not None:
+        known = {e.name: e for e in entries}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ManifestError(f"unknown config {unknown}; manifest.json lists {sorted(known)}")
+        entries = [known[n] for n in dict.fromkeys(names)]
+    if agreement_only:
+        without = [e.name for e in entries if e.agreement is None]
+        if names is not None and without:
+            raise ManifestError(f"--agreement with --config {without}: those configs have no agreement entry")
+        entries = [e for e in entries if e.agreement is not None]
+        if not entries:
+            raise ManifestError("--agreement: no config in manifest.json has an agreement entry")
+    return entries
+
+
+def run(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    try:
+        spec_dir = Path(args.spec_dir)
+        entries = _select(load_manifest(spec_dir), args.config, args.agreement)
+        java, jar = find_java(), find_jar()
+    except (ManifestError, TlcUnavailable) as exc:
+        print(f"refqueue check-spec: {exc}", file=sys.stderr)
+        return 2
+    print(f"check-spec: {len(entries)} config(s) from {spec_dir / 'manifest.json'}; TLC {jar}", file=out, flush=True)
+    reports: list[ConfigReport] = []
+    start = time.monotonic()
+    for i, entry in enumerate(entries, 1):
+        workers = entry.workers or args.workers
+        print(f"[{i}/{len(entries)}] {entry.name} ({entry.mode}, {workers} worker(s)): running TLC", file=out, flush=True)
+        try:
+            report = check_config(spec_dir, entry, workers=args.workers, timeout=args.timeout, out=out, java=java, jar=jar)
+        except ManifestError as exc:
+            print(f"refqueue check-spec: {exc}", file=sys.stderr)
+            return 2
+        verdict = "as expected" if report.ok else "MISMATCH"
+        print(f"[{i}/{len(entries)}] {entry.name}: {report.run.result} in {report.run.seconds:.1f} s, {verdict}", file=out, flush=True)
+        reports.append(report)
+    print(file=out)
+    for line in _table(reports):
+        print(line, file=out)
+    print(f"total {time.monotonic() - start:.1f} s", file=out)
+    for r in reports:
+        if r.entry.mode == "counterexample" and r.run.outcome == "violation":
+            print(file=out)
+            print(f"{r.entry.name}: TLC found {r.run.violated} violated; the trace it printed ({r.run.trace_states} states):", file=out)
+            for line in r.run.trace:
+                print(f"    {line}", file=out)
+    failed = [r for r in reports if not r.ok]
+    if failed:
+        print(file=out)
+        for r in failed:
+            print(f"MISMATCH {r.entry.name} ({r.entry.config}):", file=out)
+            for problem in r.problems:
+                print(f"    {problem}", file=out)
+            if r.run.outcome == "unknown" and r.run.output:
+                tail = r.run.output.splitlines()[-15:]
+                print("    TLC's last lines:", file=out)
+                for line in tail:
+                    print(f"      {line}", file=out)
+        print(f"check-spec: {len(failed)} of {len(reports)} config(s) did not come out as manifest.json says", file=out)
+        return 1
+    print(f"check-spec: all {len(reports)} config(s) as manifest.json says", file=out)
+    return 0

@@ -1,0 +1,34 @@
+"""Every config of spec/manifest.json comes out of TLC as recorded: safety and
+liveness configs hold with the recorded state counts, each counterexample
+config is caught with its property named and a trace printed."""
+
+from pathlib import Path
+
+import pytest
+
+from refqueue.spec_check.command import check_config
+from refqueue.spec_check.manifest import load_manifest
+
+SPEC_DIR = Path(__file__).resolve().parents[2] / "spec"
+
+# Configs whose check takes about 20 s or more on two shared cores.
+SLOW = {"MCLiveness"}
+
+ENTRIES = [
+    pytest.param(e, id=e.name, marks=[pytest.mark.tlc] + ([pytest.mark.slow] if e.name in SLOW else []))
+    for e in load_manifest(SPEC_DIR)
+]
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_config_comes_out_as_the_manifest_says(entry):
+    report = check_config(SPEC_DIR, entry, workers=2, timeout=600)
+    assert report.problems == [], report.run.output[-3000:]
+    assert report.run.result == entry.expected
+    if entry.mode == "counterexample":
+        assert report.run.trace[0] == "State 1: <Initial predicate>"
+        assert report.run.trace_states == entry.trace_states
+    else:
+        assert report.run.trace == []
+    if entry.agreement is not None:
+        assert report.agreement is not None and report.agreement.ok
