@@ -489,11 +489,14 @@ RedeliveryCountsDeliveries ==
           /\ recs[s].status \in {Stored, Pending} => recs[s].deliveries = recs[s].redeliveries
           /\ recs[s].status = Leased => recs[s].deliveries = recs[s].redeliveries + 1
           /\ recs[s].deliveries <= MaxDeliveries
-    \* As the model states it.  It reads the sample's current record, so it
-    \* would fail wrongly once a dead-lettered id is put again (D5 allows it);
-    \* the closed world puts each sample once, so that never happens here.
+    \* Only a sample's latest dead letter describes its current record, and
+    \* only while that record is still Dead (D5 lets a dead-lettered id be
+    \* put again; the closed world puts each sample once).
     /\ \A i \in DOMAIN dead :
-          dead[i][2] = MaxDeliveriesReason => recs[dead[i][1]].deliveries = MaxDeliveries
+          ( /\ dead[i][2] = MaxDeliveriesReason
+            /\ recs[dead[i][1]].status = Dead
+            /\ \A j \in DOMAIN dead : j > i => dead[j][1] # dead[i][1] )
+              => recs[dead[i][1]].deliveries = MaxDeliveries
     /\ \A c \in Consumers :
           IsLive(consumers[c].lease)
               => consumers[c].lease.redelivery_count = recs[consumers[c].lease.sample_id].deliveries - 1

@@ -119,3 +119,18 @@ def test_no_flapping_flags_an_empty_band():
     assert I.ResumeOnlyAtLow(flat, paused, paused._replace(paused=False), "TryPut", None)
     assert not I.NoFlapping(flat, paused, paused._replace(paused=False), "TryPut", None)
     assert I.NoFlapping(C, paused._replace(resident_bytes=4), paused._replace(paused=False, resident_bytes=4), "TryPut", None)
+
+
+def test_a_dead_lettered_id_put_again_is_not_a_violation():
+    c = M.make_config(visibility_timeout=5, max_deliveries=1)
+    s = A.store_put(c, M.initial_state(), "a", 4).state
+    s = A.put(c, s, "a").state
+    out = A.acquire(c, s)
+    s = A.fail(c, out.state, out.value).state  # dead at the first failure
+    assert s.dead == (("a", M.MAX_DELIVERIES_REASON),)
+    s = A.store_put(c, s, "a", 4).state
+    s = A.put(c, s, "a").state
+    out = A.acquire(c, s)
+    assert I.violated(c, out.state) == []
+    s = A.dead_letter(c, out.state, out.value, "poison").state
+    assert I.violated(c, s) == []

@@ -133,9 +133,17 @@ def _state_counts_deliveries(cfg: Config, state: State) -> bool:
         if cfg.max_deliveries is not None and r.deliveries > cfg.max_deliveries:
             return False
     if state.dead:
+        # Only a sample's latest dead letter describes its current record, and
+        # only while that record is still DEAD (a dead-lettered id may be put
+        # again as a new incarnation: D5).
         by_id = dict(zip(state.ids, state.recs))
-        for sid, reason in state.dead:
-            if reason == MAX_DELIVERIES_REASON and by_id[sid].deliveries != cfg.max_deliveries:
+        seen: set[str] = set()
+        for sid, reason in reversed(state.dead):
+            if sid in seen:
+                continue
+            seen.add(sid)
+            rec = by_id[sid]
+            if reason == MAX_DELIVERIES_REASON and rec.status == DEAD and rec.deliveries != cfg.max_deliveries:
                 return False
     return True
 

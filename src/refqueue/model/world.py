@@ -140,7 +140,7 @@ def _core_moves(world: World, state: State) -> list[tuple[str, object, State, ob
             break
     if storing is not None:
         out = A.try_put(cfg, state, storing)
-        if out.error is None and out.state is not state:
+        if out.error is None and out.state != state:  # a blocked step that changed nothing is a self-loop
             moves.append(("TryPut", storing, out.state, out.value))
     elif not state.closed and len(state.ids) < len(world.samples):
         k = len(state.ids)
