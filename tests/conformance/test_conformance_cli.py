@@ -67,7 +67,7 @@ def test_certify_validates_its_arguments():
         certify("conformance.mutants._base:make", profile="fast")
     with pytest.raises(ValueError, match=r"^steps must be an int >= 1 \(rules per lockstep example\), got 0$"):
         certify("conformance.mutants._base:make", steps=0)
-    with pytest.raises(ValueError, match=r"^phases must be a non-empty subset of \('construction', 'walks', 'lockstep'\), got \('x',\)$"):
+    with pytest.raises(ValueError, match=r"^phases must be a non-empty subset of \('construction', 'walks', 'lockstep', 'threads'\), got \('x',\)$"):
         certify("conformance.mutants._base:make", phases=("x",))
 
 
@@ -82,7 +82,7 @@ def test_pytest_plugin_runs_the_phases_of_a_backend(tmp_path):
         text=True,
     )  # fmt: skip
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "2 failed, 1 passed" in run.stdout
+    assert "3 failed, 1 passed" in run.stdout
     assert "refqueue-conformance[walks]" in run.stdout and "refqueue-conformance[lockstep]" in run.stdout
     assert "Replay it with this test:" in run.stdout
 

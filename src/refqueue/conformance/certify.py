@@ -10,6 +10,15 @@ A certification runs these phases, stopping at the first failure:
                   (``refqueue.conformance.walks``), or with ``exhaustive`` a
                   cover of every node and transition of it
 ``lockstep``      the Hypothesis state machine (``refqueue.conformance.lockstep``)
+``threads``       real multi-threaded histories (``refqueue.conformance.history``),
+                  each checked for linearizability against the model
+                  (``refqueue.conformance.linearizability``).  A history the
+                  checker cannot decide within its budget (``unknown``) fails
+                  the certification like an ``illegal`` one: the certificate
+                  claims the histories were checked, and an undecided one was
+                  not; the failure says which it was.  History k of a run
+                  with ``seed`` S is recorded with seed ``1000 * S + k``; a
+                  failure's replay records them again
 
 The certificate records the backend, the kit's version, the profile, the
 seed, examples and steps, the coverage of the world graph (share of its
@@ -61,11 +70,18 @@ class Profile:
     walks: int  # random walks on the world graph
     walk_length: int  # transitions after the walk's start node
     hypothesis_profile: str
+    histories: int = 20  # multi-threaded histories recorded and checked
+    history_ops: int = 400  # calls per history (all threads together)
+    history_threads: int = 4  # threads per history (one controller, the rest workers)
+    history_steps: int = 200_000  # the checker's budget of model steps per history
 
 
 PROFILES: dict[str, Profile] = {
     "ci": Profile("ci", examples=1000, steps_per_example=50, walks=2000, walk_length=40, hypothesis_profile="ci"),
-    "deep": Profile("deep", examples=2000, steps_per_example=200, walks=20000, walk_length=60, hypothesis_profile="deep"),
+    "deep": Profile(
+        "deep", examples=2000, steps_per_example=200, walks=20000, walk_length=60, hypothesis_profile="deep",
+        histories=200, history_ops=1000, history_steps=1_000_000,
+    ),
 }
 
 
@@ -82,6 +98,7 @@ class Certificate:
     coverage: dict[str, Any] = field(default_factory=dict)
     failure: dict[str, Any] | None = None
     counterexample: str | None = None  # pytest source replaying the failure
+    history: str | None = None  # JSON of the history the threads phase found not linearizable (or undecided)
     duration_s: float = 0.0
     kit_version: str = KIT_VERSION
 
@@ -175,6 +192,8 @@ class Certificate:
             ]
             if self.failure.get("test_file"):
                 lines.append(f"- replay: `python -m pytest {self.failure['test_file']}`")
+            if self.failure.get("history_file"):
+                lines.append(f"- history: `{self.failure['history_file']}`")
         return "\n".join(lines) + "\n"
 
 
@@ -262,7 +281,7 @@ def _construction_failure(
 # -- the whole run ---------------------------------------------------------------------
 
 
-PHASES = ("construction", "walks", "lockstep")
+PHASES = ("construction", "walks", "lockstep", "threads")
 
 
 def certify(
@@ -308,7 +327,12 @@ def certify(
         capabilities=backend.capabilities.to_dict(),
         exhaustive=exhaustive,
     )
-    runners = {"construction": _construction_phase, "walks": _walks_phase, "lockstep": _lockstep_phase}
+    runners = {
+        "construction": _construction_phase,
+        "walks": _walks_phase,
+        "lockstep": _lockstep_phase,
+        "threads": _threads_phase,
+    }
     try:
         for name in PHASES:
             if name in phases and not runners[name](cert, backend, profile, seed, steps, exhaustive, bar):
@@ -448,6 +472,129 @@ def _lockstep_phase(
     return True
 
 
+def _threads_phase(
+    cert: Certificate, backend: Backend, profile: Profile, seed: int, steps: int | None, exhaustive: bool, bar: Progress
+) -> bool:
+    from refqueue.conformance.history import RecordingHung, record
+    from refqueue.conformance.linearizability import OK, check
+
+    bar.start("threads", profile.histories)
+    seeds = [seed * 1000 + k for k in range(profile.histories)]
+    shape = {"threads": profile.history_threads, "operations": profile.history_ops}
+    verdicts = {"ok": 0, "illegal": 0, "unknown": 0}
+    operations = 0
+    recording = checking = 0.0
+    most_steps = 0
+    failed = None
+    for k, history_seed in enumerate(seeds):
+        started = time.perf_counter()
+        try:
+            history = record(backend, seed=history_seed, **shape)
+        except RecordingHung as exc:
+            recording += time.perf_counter() - started
+            failed = (history_seed, None, f"history {k + 1} (seed {history_seed}): {exc}", str(exc))
+            break
+        recording += time.perf_counter() - started
+        started = time.perf_counter()
+        verdict = check(history, max_steps=profile.history_steps, timeout=None)
+        checking += time.perf_counter() - started
+        operations += len(history)
+        most_steps = max(most_steps, verdict.steps)
+        verdicts[verdict.result] += 1
+        bar.update(k + 1, f"histories · {operations:,} operations")
+        if verdict.result != OK:
+            failed = (history_seed, verdict, _threads_message(k, history_seed, verdict), verdict.describe())
+            break
+    cert.phases["threads"] = _timed(
+        operations,
+        recording + checking,
+        histories=sum(verdicts.values()),
+        threads=profile.history_threads,
+        verdicts=verdicts,
+        record_seconds=round(recording, 2),
+        check_seconds=round(checking, 2),
+        most_model_steps=most_steps,
+    )
+    if failed is None:
+        return True
+    history_seed, verdict, message, detail = failed
+    earlier = sum(int(p.get("steps", 0)) for name, p in cert.phases.items() if name != "threads")
+    cert.failure = {
+        "phase": "threads",
+        "message": message,
+        "steps_to_failure": earlier + operations,
+        "phase_steps_to_failure": operations,
+        "trace_steps": len(verdict.history) if verdict is not None else 0,
+        "verdict": detail,
+    }
+    if verdict is not None:
+        cert.history = verdict.history.to_json()
+    # The replay records the failing seed first, then the phase's other seeds.
+    order = [history_seed] + [s for s in seeds if s != history_seed]
+    cert.counterexample = _render_threads(cert, order, shape, profile.history_steps, message, detail)
+    return False
+
+
+def _threads_message(k: int, history_seed: int, verdict: Any) -> str:
+    if verdict.result == "unknown":
+        return (
+            f"history {k + 1} (seed {history_seed}, {verdict.operations} operations) could not be decided: "
+            f"{verdict.reason}; an undecided history is not a pass"
+        )
+    blocker = verdict.history.events[verdict.blocker]
+    return (
+        f"history {k + 1} (seed {history_seed}, {verdict.operations} operations) is not linearizable: after the "
+        f"longest linearizable prefix ({len(verdict.order)} operations) no order places "
+        f"{blocker.text(verdict.history.epoch)}; the model says: {verdict.model_says}"
+    )
+
+
+def _render_threads(
+    cert: Certificate, seeds: list[int], shape: dict[str, int], max_steps: int, message: str, detail: str
+) -> str:
+    """A pytest module that records the phase's histories again and checks each.
+
+    A thread schedule cannot be replayed call by call, so the test re-runs the
+    recording with the same seeds: on a backend with the race it fails again
+    (the failing seed first), on a correct one every history is linearizable.
+    """
+    doc = [
+        f"Counterexample: {cert.backend} diverges from the reference model.",
+        "",
+        *message.splitlines(),
+        "",
+        f"Found by the refqueue conformance kit {cert.kit_version} (profile {cert.profile}, seed {cert.seed}, "
+        f"phase threads).",
+        "A thread schedule cannot be replayed call by call: this test records the phase's histories again",
+        "(same seeds, new threads) and checks each.  The history that failed is saved beside the certificate",
+        "(<backend>.history.json); check it again with refqueue.conformance.linearizability.check.",
+        "",
+        *detail.splitlines(),
+    ]
+    doc = [line.replace("\\", "\\\\").replace('"""', "'''") for line in doc]
+    lines = [
+        '"""' + doc[0],
+        *doc[1:],
+        "",
+        "Replay: python -m pytest <this file>  (from the directory the backend's module imports from)",
+        '"""',
+        "",
+        "from refqueue.conformance.history import record",
+        "from refqueue.conformance.linearizability import check",
+        "",
+        "",
+        "def test_counterexample():",
+        f"    for seed in {seeds!r}:",
+        f"        history = record(",
+        f"            {cert.backend!r}, seed=seed, threads={shape['threads']}, operations={shape['operations']}",
+        "        )",
+        f"        verdict = check(history, max_steps={max_steps}, timeout=None)",
+        "        assert verdict.ok, verdict.describe()",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def _slug(target: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", target).strip("_")
 
@@ -464,6 +611,11 @@ def write_certificate(cert: Certificate, report_dir: str | Path) -> dict[str, Pa
         paths["test"].write_text(cert.counterexample)
         assert cert.failure is not None
         cert.failure["test_file"] = str(paths["test"])
+    if cert.history is not None:
+        paths["history"] = directory / f"{slug}.history.json"
+        paths["history"].write_text(cert.history)
+        assert cert.failure is not None
+        cert.failure["history_file"] = str(paths["history"])
     paths["json"] = directory / f"{slug}.json"
     paths["json"].write_text(json.dumps(cert.to_dict(), indent=2) + "\n")
     paths["markdown"] = directory / f"{slug}.md"

@@ -4,7 +4,9 @@
 Exit status: 0 with a certificate (JSON and Markdown) in the report folder;
 1 when the backend diverges from the model, after printing the shortest
 failing run as a runnable pytest function (also saved in the report folder);
-2 when the target cannot be loaded or an option is wrong.  A progress bar is
+2 when the target cannot be loaded or an option is wrong.  A multi-threaded
+history the linearizability checker could not decide (``unknown``) also
+exits 1: it is reported, never passed.  A progress bar is
 drawn on stderr while it runs.  Importing this module imports nothing heavy.
 """
 
@@ -104,6 +106,14 @@ def summary(cert: Any, paths: dict[str, Any]) -> str:
             continue
         if name == "construction":
             lines.append(f"  {name:<13} {p['configurations']} configurations")
+            continue
+        if name == "threads":
+            v = p["verdicts"]
+            histories = f"{p['histories']:,} histor{'y' if p['histories'] == 1 else 'ies'}"
+            lines.append(
+                f"  {name:<13} {histories} of {p['threads']} threads, {p['steps']:,} operations, "
+                f"{p['seconds']} s; linearizable: {v['ok']} ok, {v['illegal']} illegal, {v['unknown']} unknown"
+            )
             continue
         what = f"{p['examples']:,} examples" if name == "lockstep" else f"{p['walks']:,} walks"
         if p.get("replays"):

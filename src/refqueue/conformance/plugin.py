@@ -1,9 +1,9 @@
 """The pytest plugin (entry point ``refqueue`` in group ``pytest11``).
 
 ``pytest --refqueue-backend=MODULE:FACTORY`` adds the conformance kit's
-phases to the run as three tests, ``refqueue-conformance[construction]``,
-``[walks]`` and ``[lockstep]`` (``[walks]`` is the exhaustive cover with
-``--refqueue-exhaustive``); ``--refqueue-profile`` and ``--refqueue-seed``
+phases to the run as four tests, ``refqueue-conformance[construction]``,
+``[walks]``, ``[lockstep]`` and ``[threads]`` (``[walks]`` is the exhaustive
+cover with ``--refqueue-exhaustive``); ``--refqueue-profile`` and ``--refqueue-seed``
 choose as ``refqueue certify`` does.  A failing phase reports the shortest
 failing run and the pytest function that replays it.  Without the option the
 plugin adds nothing and imports nothing heavy.

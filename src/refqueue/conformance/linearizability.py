@@ -1,0 +1,572 @@
+"""Is a real multi-threaded history explained by the reference model?
+
+A history (``refqueue.conformance.history``) is *linearizable* when its calls
+can be put in one total order that
+
+* respects real time: a call that responded before another was invoked
+  comes first, and
+* explains every answer: applying the calls in that order to the model
+  (``refqueue.model.actions``, pure functions of an immutable ``State``)
+  gives, call by call, the answers the threads saw.
+
+``check(history)`` searches for such an order as Wing & Gong do, with Lowe's
+memoisation, as Porcupine does (its ``checkSingle``): the calls and returns
+form one list sorted by time; the search repeatedly tries to linearize a call
+that was invoked before the earliest pending return, moving the model one
+step; it backtracks when it reaches a return whose call could not be placed;
+and it never explores twice a (set of linearized calls, model state) pair.
+
+A queue is the hard case for this search: the order in which two concurrent
+puts took effect shows only when their refs are acquired, maybe much later,
+and every wrong guess in between multiplies the work.  Three refinements
+keep it close to linear on real histories:
+
+* the calls that may come next are tried earliest *response* first, which
+  is usually the order in which they took effect;
+* a call whose answer says it changed nothing (a read, a stale hand-back, an
+  empty acquire, a rejection) is placed at once when the model agrees with
+  it and stays in the same state, and nothing else is tried in its place:
+  any linearization can be rearranged to put it there, since everything
+  that must precede it is placed already and moving it earlier changes no
+  other call's answer;
+* for a FIFO backend, a state whose pending order contradicts the real-time
+  order of the acquires still to come is dropped at once (``doomed``).
+
+Leases: an acquire mints a lease the history later names by its identity
+``(epoch, lease_id)``, as the lockstep harness does.  *Which* model lease
+(sample, incarnation, delivery) that identity stands for depends on where
+the acquire falls in the order, so the bindings of identities to model
+leases are part of the search state (and of the memo key).  An acquire is
+explained when the model, at that point, hands out the same sample (the head
+for a FIFO backend; any pending ref for one that is not) with the same
+redelivery count and, when the backend honours the injected clock, the same
+deadline; and the identity must not already stand for another delivery.
+
+Three answers, as Porcupine's ``CheckResult``:
+
+``ok``       an order exists (``Verdict.order`` is one).
+``illegal``  no order exists.  ``Verdict.describe()`` prints the longest
+             linearizable prefix the search found and the call it could not
+             place after it, with what the model says that call returns there.
+``unknown``  the step or time budget ran out first.  *Unknown is not a pass*:
+             it says nothing either way (a larger budget may decide it).  The
+             certification counts it as a failure (see ``certify``).
+
+The checker reads the history only; it never touches a backend.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from refqueue.conformance.history import Event, History, answer_text, lease_text
+from refqueue.model import actions as A
+from refqueue.model.state import Config, ModelLease, State, initial_state, make_config
+
+__all__ = ["ILLEGAL", "OK", "UNKNOWN", "Verdict", "check"]
+
+OK = "ok"
+ILLEGAL = "illegal"
+UNKNOWN = "unknown"
+
+_READS = ("pending_count", "outstanding_count", "is_drained", "is_closed", "dead_letters")
+_LEASE_CALLS = ("ack", "fail", "dead_letter", "extend")
+_ACQUIRES = ("acquire", "acquire_nowait")
+
+# The search state: the model's state, the model lease each minted lease
+# identity stands for so far (by slot; None while unminted), and the
+# deliveries of each dead letter (the model lists only (sample_id, reason)).
+Search = tuple[State, tuple[ModelLease | None, ...], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer of ``check``; ``ok`` is true only for ``result == "ok"``.
+
+    ``order`` is a linearization (``ok``) or the longest linearizable prefix
+    found (``illegal``, ``unknown``), as event ids; ``blocker`` the call that
+    could not be placed after that prefix (``illegal``); ``model_says`` what
+    the model answers for it there; ``reason`` why the search stopped
+    (``unknown``); ``steps`` the model steps tried.
+    """
+
+    result: str
+    history: History = field(repr=False)
+    order: tuple[int, ...]
+    steps: int
+    seconds: float
+    blocker: int | None = None
+    model_says: str | None = None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.result == OK
+
+    @property
+    def operations(self) -> int:
+        return len(self.history.events)
+
+    def describe(self, *, context: int = 8, concurrent: int = 12) -> str:
+        """The verdict for a reader: for ``illegal``, the last ``context`` calls
+        of the longest linearizable prefix, the call that could not follow,
+        what the model says it returns there, and up to ``concurrent`` calls
+        that overlapped it in time."""
+        h = self.history
+        events = h.events
+        what = f"{len(events)} operations of {h.threads} threads (seed {h.seed}, {h.backend})"
+        if self.result == OK:
+            return f"ok: {what} are linearizable ({self.steps:,} model steps)"
+        lines = []
+        if self.result == UNKNOWN:
+            lines.append(f"unknown: {what} could not be decided: {self.reason}. This is not a pass.")
+        else:
+            lines.append(f"illegal: {what} are not linearizable ({self.steps:,} model steps).")
+        count = len(self.order)
+        plural = "" if count == 1 else "s"
+        lines.append(f"The longest linearizable prefix found has {count} operation{plural}" + (":" if count else "."))
+        shown = self.order[-context:]
+        if len(self.order) > len(shown):
+            lines.append(f"  ... {len(self.order) - len(shown)} earlier operations")
+        lines += [f"  {events[i].text(h.epoch)}" for i in shown]
+        if self.blocker is not None:
+            b = events[self.blocker]
+            lines.append("No order places this operation next (everything invoked after it responded must follow it):")
+            lines.append(f"  {b.text(h.epoch)}")
+            lines.append(f"After the prefix, the model says: {self.model_says}")
+            placed = set(self.order)
+            overlapping = [
+                e for e in events if e.id != b.id and e.id not in placed and e.invoke < b.respond and b.invoke < e.respond
+            ]
+            if overlapping:
+                lines.append(f"Operations not in the prefix that overlapped it in time ({len(overlapping)}):")
+                lines += [f"  {e.text(h.epoch)}" for e in overlapping[:concurrent]]
+                if len(overlapping) > concurrent:
+                    lines.append(f"  ... and {len(overlapping) - concurrent} more")
+        return "\n".join(lines)
+
+
+class _Context:
+    """What the step function needs that does not change during the search."""
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+        self.events = history.events
+        self.epoch = history.epoch
+        self.deadlines = history.deadlines
+        c, s = history.config, history.store
+        self.cfg: Config = make_config(
+            visibility_timeout=c["visibility_timeout"],
+            max_deliveries=c.get("max_deliveries"),
+            dedup_window=c.get("dedup_window") or 0,
+            store_high_watermark_bytes=s.get("high"),
+            store_low_watermark_bytes=s.get("low"),
+            capacity_bytes=s.get("capacity"),
+            max_samples=s.get("max_samples"),
+            fifo=history.fifo,
+            epoch="queue",
+        )
+        slots: dict[tuple[str, int], int] = {}
+        for e in self.events:
+            key = e.minted()
+            if key is not None and key not in slots:
+                slots[key] = len(slots)
+        self.slots = slots
+        # For the FIFO pruning: the acquires that return each (sample, redelivery count).
+        self.deliveries: dict[tuple[str, int], list[Event]] = {}
+        for e in self.events:
+            if e.minted() is not None:
+                self.deliveries.setdefault((e.returned["sample_id"], e.returned["redelivery_count"]), []).append(e)
+
+    def initial(self) -> Search:
+        state = initial_state(self.history.clock_start)
+        for sample_id, units in self.history.stored.items():
+            out = A.store_put(self.cfg, state, sample_id, units)
+            if out.error is not None:
+                raise ValueError(
+                    f"the history's stored data cannot be written in the model: {out.error.message}; "
+                    f"fix its 'stored' or 'store' fields"
+                )
+            state = out.state
+        return state, (None,) * len(self.slots), ()
+
+    def lease_of(self, search: Search, e: Event) -> ModelLease | None:
+        key = e.lease_arg()
+        slot = self.slots.get(key) if key is not None else None
+        return None if slot is None else search[1][slot]
+
+    # -- the model's answer to one call ---------------------------------------------------
+
+    def outcome(self, search: Search, e: Event) -> A.Outcome | None:
+        """The model's outcome of ``e`` (not an acquire) in ``search``; None
+        when ``e`` names a lease not minted yet in this order."""
+        cfg, state = self.cfg, search[0]
+        call, args = e.call, e.args
+        if call == "put":
+            return A.put(cfg, state, args[0])
+        if call == "put_blocks":
+            out = A.try_put(cfg, state, args[0])
+            if out.error is None and not out.value.enqueued:
+                return A.Outcome(out.state, None, A.Rejection("aborted", "paused, and abort_when() is true"))
+            return A.Outcome(out.state, None, out.error)
+        if call in _LEASE_CALLS:
+            lease = self.lease_of(search, e)
+            if lease is None:
+                return None
+            if call == "extend":
+                seconds = cfg.visibility_timeout if args[1] is None else args[1]
+                return A.extend(cfg, state, lease, seconds)
+            if call == "dead_letter":
+                return A.dead_letter(cfg, state, lease, args[1])
+            return A.ack(cfg, state, lease) if call == "ack" else A.fail(cfg, state, lease)
+        if call == "reclaim_expired":
+            return A.reclaim_expired(cfg, state)
+        if call == "close":
+            return A.close(cfg, state)
+        if call == "tick":
+            return A.tick(cfg, state, args[0])
+        return A.Outcome(state, self.read(search, call), None)
+
+    def read(self, search: Search, call: str) -> Any:
+        state = search[0]
+        if call == "pending_count":
+            return A.pending_count(state)
+        if call == "outstanding_count":
+            return A.outstanding_count(state)
+        if call == "is_drained":
+            return A.is_drained(state)
+        if call == "is_closed":
+            return state.closed
+        if call == "dead_letters":
+            return [[sid, reason, n] for (sid, reason), n in zip(state.dead, search[2])]
+        raise ValueError(f"unknown call {call!r}")
+
+    def step(self, search: Search, e: Event) -> Search | None:
+        """``search`` after ``e`` if the model explains ``e``'s answer there, else None."""
+        if e.call in _ACQUIRES:
+            return self._acquire(search, e)
+        out = self.outcome(search, e)
+        if out is None or not _same(e, out):
+            return None
+        state = out.state
+        if state is search[0]:
+            return search
+        dead = search[2]
+        if len(state.dead) > len(dead):
+            dead += tuple(A.rec_of(state, sid).deliveries for sid, _ in state.dead[len(dead) :])  # type: ignore[union-attr]
+        return state, search[1], dead
+
+    def _acquire(self, search: Search, e: Event) -> Search | None:
+        state = search[0]
+        if e.did_raise:
+            return None  # the model's acquire never refuses
+        got = e.returned
+        if got is None:
+            return search if not state.pending else None
+        out = A.acquire(self.cfg, state, got["sample_id"])
+        if out.error is not None or out.value is None:
+            return None
+        lease: ModelLease = out.value
+        if (
+            got["redelivery_count"] != lease.redelivery_count
+            or got["epoch"] != self.epoch
+            or not got["ref_ok"]
+            or (self.deadlines and got["deadline"] != state.now + self.cfg.visibility_timeout)
+        ):
+            return None
+        slot = self.slots[(got["epoch"], got["lease_id"])]
+        bindings = search[1]
+        if bindings[slot] is not None:
+            return None  # that identity already stands for another delivery
+        return out.state, bindings[:slot] + (lease,) + bindings[slot + 1 :], search[2]
+
+    def doomed(self, before: Search, after: Search, linearized: int) -> tuple[int, str] | None:
+        """Whether ``after`` (reached with ``linearized``) can never lead to a
+        linearization because of its pending order; the acquire that cannot be
+        placed and why, or None.
+
+        A FIFO rule of the model: a pending ref leaves ``pending`` only by an
+        acquire, and only from the head.  So if ``y`` is just ahead of ``x``,
+        an acquire returning ``y``'s current delivery must come before the one
+        returning ``x``'s.  When every remaining acquire of ``x``'s delivery
+        responded before every remaining acquire of ``y``'s was invoked (or
+        none returns ``y``'s), no order works.  This lets the search drop a
+        wrong guess about the order of concurrent puts, fails and reclaims at
+        once instead of when the acquires that reveal it are reached.
+        """
+        pending = after[0].pending
+        if not self.cfg.fifo or len(pending) < 2 or pending is before[0].pending:
+            return None
+        state = after[0]
+        ids, recs, deliveries = state.ids, state.recs, self.deliveries
+        rcs = [recs[ids.index(sid)].redeliveries for sid in pending]
+        for j in range(len(pending) - 1):
+            y, x = pending[j], pending[j + 1]
+            cx = [e for e in deliveries.get((x, rcs[j + 1]), ()) if not linearized >> e.id & 1]
+            if not cx:
+                continue
+            cy = [e for e in deliveries.get((y, rcs[j]), ()) if not linearized >> e.id & 1]
+            latest = max(e.respond for e in cx)
+            if cy and min(e.invoke for e in cy) <= latest:
+                continue
+            first = min(cx, key=lambda e: e.respond)
+            why = (
+                f"no acquire left in the history returns it"
+                if not cy
+                else f"every acquire left that returns it ({', '.join(f'#{e.id}' for e in cy)}) was invoked after "
+                f"the acquires that return {x!r} responded"
+            )
+            return first.id, (
+                f"{y!r} (redelivery {rcs[j]}) is just ahead of {x!r} (redelivery {rcs[j + 1]}) in pending, and a "
+                f"pending ref leaves only by an acquire from the head; so an acquire must return {y!r} before #"
+                f"{first.id} returns {x!r}, but {why}"
+            )
+        return None
+
+    def model_says(self, search: Search, e: Event) -> str:
+        """What the model answers for ``e`` in ``search``, for a reader."""
+        state = search[0]
+        if e.call in _ACQUIRES:
+            allowed = A.allowed_acquires(self.cfg, state)
+            if not allowed:
+                said = "acquire returns None (nothing is pending)"
+            else:
+                offers = []
+                for sample_id in allowed:
+                    lease = A.acquire(self.cfg, state, sample_id).value
+                    offers.append(
+                        answer_text(
+                            e.call,
+                            {"sample_id": sample_id, "redelivery_count": lease.redelivery_count,
+                             "deadline": state.now + self.cfg.visibility_timeout if self.deadlines else None},
+                            self.epoch,
+                        )
+                    )  # fmt: skip
+                said = "acquire returns " + " or ".join(offers)
+            got = e.returned if not e.did_raise else None
+            if isinstance(got, dict):
+                rec = A.rec_of(state, got["sample_id"])
+                where = "unknown to the queue" if rec is None else f"{rec.status}"
+                said += f"; {got['sample_id']!r} is {where} there"
+                key = (got["epoch"], got["lease_id"])
+                slot = self.slots.get(key)
+                if slot is not None and search[1][slot] is not None:
+                    said += f"; {lease_text(key, self.epoch)} already stands for an earlier delivery"
+            if self.step(search, e) is not None:
+                said += " (that explains this call, but every order of the rest after it fails)"
+            return said
+        out = self.outcome(search, e)
+        if out is None:
+            key = e.lease_arg()
+            lease = lease_text(key, self.epoch) if key else "its lease"
+            return f"{lease} has not been handed out at this point of the order"
+        said = (
+            f"{e.call} raises kind {out.error.kind!r} ({out.error.message})"
+            if out.error is not None
+            else f"{e.call} returns {None if e.call == 'put_blocks' else out.value!r}"
+        )
+        if _same(e, out):
+            said += " (that explains this call, but every order of the rest after it fails)"
+        return said
+
+
+def _quiet(e: Event) -> bool:
+    """Whether ``e``'s answer says it changed nothing (if the model agrees)."""
+    if e.did_raise or e.call in _READS:
+        return True
+    if e.call in _LEASE_CALLS:
+        return e.returned is False
+    if e.call in _ACQUIRES:
+        return e.returned is None
+    return e.call == "reclaim_expired" and e.returned == 0
+
+
+def _same(e: Event, out: A.Outcome) -> bool:
+    """Whether the recorded answer of ``e`` is the model's ``out``."""
+    if out.error is not None:
+        return e.did_raise and e.raised == out.error.kind
+    if e.did_raise:
+        return False
+    want, got = (None if e.call == "put_blocks" else out.value), e.returned
+    if want is None or isinstance(want, bool):
+        return got is want
+    if isinstance(want, int):
+        return type(got) is int and got == want
+    return got == want
+
+
+def _check_budget(max_steps: Any, timeout: Any) -> None:
+    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
+        raise ValueError(f"max_steps must be None (no limit) or an int >= 1, got {max_steps!r}")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0
+    ):
+        raise ValueError(f"timeout must be None (no limit) or a finite number of seconds > 0, got {timeout!r}")
+
+
+def check(history: History, *, max_steps: int | None = 1_000_000, timeout: float | None = 30.0) -> Verdict:
+    """Decide whether ``history`` is linearizable; see the module docstring.
+
+    ``max_steps`` bounds the model steps tried and ``timeout`` the seconds
+    spent (None: no bound); when either runs out the verdict is ``unknown``.
+    """
+    if not isinstance(history, History):
+        raise TypeError(
+            f"check needs a History, got {type(history).__name__}; load one with History.load(path) or record one"
+        )
+    _check_budget(max_steps, timeout)
+    started = time.perf_counter()
+    ctx = _Context(history)
+    events = history.events
+    n = len(events)
+    # Entries 1..2n: 2i+1 is the call of event i, 2i+2 its return; 0 is the head.
+    # A doubly linked list in time order (a call before a return at equal times:
+    # such calls overlap) from which linearized calls are lifted with their returns.
+    order = sorted(
+        range(1, 2 * n + 1),
+        key=lambda k: (events[(k - 1) // 2].invoke, 0) if k % 2 else (events[(k - 1) // 2].respond, 1),
+    )
+    nxt = [-1] * (2 * n + 1)
+    prv = [-1] * (2 * n + 1)
+    last = 0
+    for k in order:
+        nxt[last], prv[k] = k, last
+        last = k
+
+    # Calls whose answer says they changed nothing (reads, stale hand-backs, an
+    # empty acquire, a rejection): when one is available and the model agrees
+    # with it and leaves the state as it is, placing it at once loses no order
+    # (it can be moved earlier, past calls it does not affect), so it is tried
+    # first and, if the rest then fails, no alternative is tried in its place.
+    quiet = [_quiet(e) for e in events]
+    respond_of = [events[(k - 1) // 2].respond for k in range(2 * n + 1)]
+    search = ctx.initial()
+    linearized = 0
+    seen: set[tuple[int, Search]] = set()
+    # One frame per linearized call: the candidates of the node it was taken
+    # at and that node's earliest pending return, where to resume among the
+    # candidates, the call entry, the search state before it, and whether it
+    # was placed at once (no alternatives then).
+    frames: list[tuple[list[int], int, int, int, Search, bool]] = []
+    best: tuple[int, ...] = ()
+    best_depth = -1
+    blocker: int | None = None
+    blocker_says: Any = None  # what the model says of the blocker: a str, or (search state, event) to ask
+    steps = 0
+    deadline = None if timeout is None else time.monotonic() + timeout
+
+    def prefix() -> tuple[int, ...]:
+        return tuple((f[3] - 1) // 2 for f in frames)
+
+    def stop(reason: str) -> Verdict:
+        return Verdict(UNKNOWN, history, max(best, prefix(), key=len), steps, time.perf_counter() - started, reason=reason)
+
+    def lift(k: int) -> None:
+        """Take call entry ``k`` and its return out of the list."""
+        r = k + 1
+        nxt[prv[k]] = nxt[k]
+        prv[nxt[k]] = prv[k]
+        nxt[prv[r]] = nxt[r]
+        if nxt[r] != -1:
+            prv[nxt[r]] = prv[r]
+
+    def unlift(k: int) -> None:
+        """Put call entry ``k`` and its return back (in the reverse order of ``lift``)."""
+        r = k + 1
+        nxt[prv[r]] = r
+        if nxt[r] != -1:
+            prv[nxt[r]] = r
+        nxt[prv[k]] = k
+        prv[nxt[k]] = k
+
+    def available() -> tuple[list[int], int]:
+        """The calls that may come next (invoked before the earliest pending
+        return), earliest response first; and that return's entry."""
+        out = []
+        k = nxt[0]
+        while k != -1 and k % 2:
+            out.append(k)
+            k = nxt[k]
+        out.sort(key=respond_of.__getitem__)
+        return out, k
+
+    cands, bound = available()
+    pos = 0
+    at_node = True  # a node not looked at yet: try its quiet calls first
+    while nxt[0] != -1:
+        steps_before = steps
+        taken = None
+        if at_node:
+            at_node = False
+            for k in cands:
+                i = (k - 1) // 2
+                if not quiet[i]:
+                    continue
+                steps += 1
+                after = ctx.step(search, events[i])
+                if after is not None and (after is search or after == search):
+                    key = (linearized | (1 << i), after)
+                    if key in seen:
+                        pos = len(cands)  # tried from here before: the node fails
+                    else:
+                        seen.add(key)
+                        taken = (k, after, True)
+                    break
+        while taken is None and pos < len(cands):
+            k = cands[pos]
+            pos += 1
+            i = (k - 1) // 2
+            steps += 1
+            after = ctx.step(search, events[i])
+            if after is not None:
+                key = (linearized | (1 << i), after)
+                if key not in seen:
+                    seen.add(key)
+                    doom = ctx.doomed(search, after, linearized | (1 << i))
+                    if doom is None:
+                        taken = (k, after, False)
+                    elif len(frames) + 1 > best_depth:  # a dead end one call deeper
+                        best_depth = len(frames) + 1
+                        best = prefix() + (i,)
+                        blocker, blocker_says = doom
+        if max_steps is not None and steps > max_steps:
+            return stop(f"the step budget ran out ({max_steps:,} model steps)")
+        if deadline is not None and (steps >> 8) != (steps_before >> 8) and time.monotonic() > deadline:
+            return stop(f"the time budget ran out ({timeout} s)")
+        if taken is not None:
+            k, after, at_once = taken
+            frames.append((cands, bound, pos, k, search, at_once))
+            search = after
+            linearized |= 1 << ((k - 1) // 2)
+            lift(k)
+            cands, bound = available()
+            pos = 0
+            at_node = True
+            continue
+        # No call can come next here: remember the deepest such node, back up.
+        if len(frames) > best_depth:
+            best_depth = len(frames)
+            best = prefix()
+            blocker, blocker_says = (bound - 1) // 2, (search, events[(bound - 1) // 2])
+        while True:
+            if not frames:
+                assert blocker is not None
+                return Verdict(
+                    ILLEGAL,
+                    history,
+                    best,
+                    steps,
+                    time.perf_counter() - started,
+                    blocker=blocker,
+                    model_says=blocker_says if isinstance(blocker_says, str) else ctx.model_says(*blocker_says),
+                )
+            cands, bound, pos, k, search, at_once = frames.pop()
+            linearized &= ~(1 << ((k - 1) // 2))
+            unlift(k)
+            if not at_once:
+                break
+            # a call placed at once led nowhere: so does the node it was placed at
+    return Verdict(OK, history, prefix(), steps, time.perf_counter() - started)

@@ -1,0 +1,363 @@
+"""The linearizability checker on histories kept as JSON in ``histories/``
+(hand-built ones, and real ones the recorder took), one test each; its
+budget, its report and its input checks; and its search against brute force
+on small random histories.  Nothing here runs a backend."""
+
+import dataclasses
+import json
+import random
+from itertools import permutations
+from pathlib import Path
+
+import pytest
+
+from refqueue.conformance.history import History
+from refqueue.conformance.linearizability import ILLEGAL, OK, UNKNOWN, check
+from refqueue.model import actions as A
+from refqueue.model.state import initial_state, make_config
+
+HISTORIES = Path(__file__).parent / "histories"
+
+
+def load(name):
+    return History.load(HISTORIES / f"{name}.json")
+
+
+def respects_real_time(history, order):
+    """``order`` holds every event once, and an event that responded before
+    another was invoked comes first."""
+    position = {event_id: k for k, event_id in enumerate(order)}
+    if sorted(position) != [e.id for e in history.events]:
+        return False
+    return all(
+        position[a.id] < position[b.id] for a in history.events for b in history.events if a.respond < b.invoke
+    )
+
+
+# -- linearizable histories ------------------------------------------------------------------
+
+
+def test_overlapping_acquires_may_take_effect_in_either_order():
+    h = load("ok_overlapping_acquires")
+    v = check(h)
+    assert v.result == OK and v.ok
+    assert respects_real_time(h, v.order)
+    # only the acquire invoked later can have taken the head 'a'
+    assert v.order.index(3) < v.order.index(2)
+
+
+def test_an_empty_acquire_may_precede_a_put_it_overlaps():
+    h = load("ok_none_during_put")
+    v = check(h)
+    assert v.ok and respects_real_time(h, v.order)
+    assert v.order[:2] == (1, 0)
+
+
+def test_a_tick_overlapping_an_acquire_may_set_its_deadline():
+    h = load("ok_tick_during_acquire")
+    v = check(h)
+    assert v.ok and respects_real_time(h, v.order)
+    assert v.order.index(2) < v.order.index(1)
+
+
+def test_a_reclaim_racing_an_ack_and_the_redelivery_under_a_new_lease():
+    h = load("ok_reclaim_races_ack")
+    v = check(h)
+    assert v.ok and respects_real_time(h, v.order)
+    assert v.order.index(4) < v.order.index(5)  # the reclaim won: the ack says False
+    assert v.order.index(10) < v.order.index(11)  # the put raised 'closed': after close
+
+
+def test_a_recorded_history_of_the_in_process_queue_is_linearizable():
+    h = load("recorded_inprocess_ok")
+    assert len(h) == 401 and h.threads == 4
+    v = check(h)
+    assert v.ok, v.describe()
+    assert respects_real_time(h, v.order)
+
+
+# -- histories no order explains -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "prefix", "blocker"),
+    [
+        ("illegal_double_lease", (0, 1, 3), 2),
+        ("illegal_ack_after_ack", (0, 1, 2), 3),
+        ("illegal_none_after_put", (0,), 1),
+        ("illegal_fifo_order", (0, 1), 2),
+        ("illegal_deadline_before_tick", (0,), 1),
+        ("illegal_lease_id_reused", (0, 1, 2), 3),
+    ],
+)
+def test_a_hand_built_illegal_history_is_rejected(name, prefix, blocker):
+    v = check(load(name))
+    assert v.result == ILLEGAL and not v.ok
+    assert v.order == prefix
+    assert v.blocker == blocker
+
+
+def test_two_overlapping_acquires_of_one_sample_read_plainly():
+    assert check(load("illegal_double_lease")).describe() == "\n".join(
+        [
+            "illegal: 4 operations of 2 threads (seed None, hand-built) are not linearizable (6 model steps).",
+            "The longest linearizable prefix found has 3 operations:",
+            "  t1 #0 put('a') -> None  [invoke 1, respond 2]",
+            "  t1 #1 put('b') -> None  [invoke 3, respond 4]",
+            "  t2 #3 acquire_nowait() -> lease 2 of 'a' (redelivery 0, deadline 102.0)  [invoke 6, respond 9]",
+            "No order places this operation next (everything invoked after it responded must follow it):",
+            "  t1 #2 acquire_nowait() -> lease 1 of 'a' (redelivery 0, deadline 102.0)  [invoke 5, respond 10]",
+            "After the prefix, the model says: acquire returns a lease of 'b' (redelivery 0, deadline 102.0); "
+            "'a' is leased there",
+        ]
+    )
+
+
+def test_what_the_model_says_of_each_blocker():
+    says = {name: check(load(name)).model_says for name in (
+        "illegal_ack_after_ack", "illegal_none_after_put", "illegal_fifo_order", "illegal_deadline_before_tick",
+        "illegal_lease_id_reused",
+    )}  # fmt: skip
+    assert says == {
+        "illegal_ack_after_ack": "ack returns False",
+        "illegal_none_after_put": "acquire returns a lease of 'a' (redelivery 0, deadline 102.0)",
+        "illegal_fifo_order": (
+            "'a' (redelivery 0) is just ahead of 'b' (redelivery 0) in pending, and a pending ref leaves only by "
+            "an acquire from the head; so an acquire must return 'a' before #2 returns 'b', but no acquire left "
+            "in the history returns it"
+        ),
+        "illegal_deadline_before_tick": (
+            "acquire returns a lease of 'a' (redelivery 0, deadline 102.0); 'a' is pending there"
+        ),
+        "illegal_lease_id_reused": (
+            "acquire returns a lease of 'b' (redelivery 0, deadline 102.0); 'b' is pending there; lease 1 already "
+            "stands for an earlier delivery"
+        ),
+    }
+
+
+def test_out_of_order_delivery_is_fine_for_a_backend_that_is_not_fifo():
+    h = dataclasses.replace(load("illegal_fifo_order"), fifo=False)
+    assert check(h).ok
+
+
+def test_deadlines_are_compared_only_for_a_backend_on_the_injected_clock():
+    h = dataclasses.replace(load("illegal_deadline_before_tick"), deadlines=False)
+    assert check(h).ok
+
+
+def test_a_recorded_history_of_the_acquire_race_mutant_is_rejected():
+    h = load("recorded_acquire_race_illegal")
+    v = check(h)
+    assert v.result == ILLEGAL
+    assert (len(v.order), v.blocker) == (58, 80)
+    # two acquires that overlapped it leased the very sample it leased
+    leased = [e.returned["sample_id"] for e in h.events if e.id in (78, 80)]
+    assert leased == ["t3-2", "t3-2"]
+    text = v.describe()
+    assert "No order places this operation next" in text
+    line = "t3 #78 acquire_nowait() -> lease 7 of 't3-2' (redelivery 0, deadline 116.0)  [invoke 154, respond 162]"
+    assert f"  {line}" in text.splitlines()
+
+
+# -- budgets: unknown is never a pass ----------------------------------------------------------------
+
+
+def test_a_step_budget_that_runs_out_answers_unknown():
+    h = load("recorded_inprocess_ok")
+    v = check(h, max_steps=10)
+    assert v.result == UNKNOWN and not v.ok
+    assert v.reason == "the step budget ran out (10 model steps)"
+    assert v.steps > 10 and len(v.order) <= 10
+    assert v.describe().splitlines()[0] == (
+        "unknown: 401 operations of 4 threads (seed 7, refqueue.conformance.backends:inprocess) could not be "
+        "decided: the step budget ran out (10 model steps). This is not a pass."
+    )
+
+
+def test_a_time_budget_that_runs_out_answers_unknown():
+    v = check(load("recorded_inprocess_ok"), timeout=1e-9)
+    assert v.result == UNKNOWN and not v.ok
+    assert v.reason == "the time budget ran out (1e-09 s)"
+
+
+def test_an_unknown_is_decided_with_a_larger_budget():
+    h = load("recorded_acquire_race_illegal")
+    assert check(h, max_steps=5).result == UNKNOWN
+    assert check(h, max_steps=None, timeout=None).result == ILLEGAL
+
+
+# -- input checks ------------------------------------------------------------------------------------
+
+
+def test_check_refuses_what_is_not_a_history_or_a_budget():
+    with pytest.raises(TypeError, match=r"^check needs a History, got dict; load one with History\.load\(path\) or record one$"):
+        check({})
+    h = load("illegal_none_after_put")
+    with pytest.raises(ValueError, match=r"^max_steps must be None \(no limit\) or an int >= 1, got 0$"):
+        check(h, max_steps=0)
+    with pytest.raises(ValueError, match=r"^timeout must be None \(no limit\) or a finite number of seconds > 0, got -1$"):
+        check(h, timeout=-1)
+
+
+def history_text(**changes):
+    data = json.loads((HISTORIES / "illegal_ack_after_ack.json").read_text())
+    events = changes.pop("events", None)
+    data.update(changes)
+    if events is not None:
+        data["events"] = events(data["events"])
+    return json.dumps(data)
+
+
+def test_history_json_round_trips():
+    h = load("ok_reclaim_races_ack")
+    again = History.from_json(h.to_json())
+    assert again == h and again.to_dict() == h.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "{",
+            r"^a history must be JSON; this text is not \(Expecting property name enclosed in double quotes: line 1 "
+            r"column 2 \(char 1\)\)$",
+        ),
+        (
+            history_text(format="x"),
+            r"^history format is 'x', expected 'refqueue-history/1'; record it again with this kit$",
+        ),
+        (
+            history_text(events=lambda es: [{**es[0], "call": "pop"}] + es[1:]),
+            r"^event 0 has call 'pop'; use one of put, put_blocks, acquire_nowait, acquire, ack, fail, dead_letter, "
+            r"extend, reclaim_expired, close, tick, pending_count, outstanding_count, is_drained, is_closed, dead_letters$",
+        ),
+        (
+            history_text(events=lambda es: [{**es[0], "invoke": 2}] + es[1:]),
+            r"^event 0 needs timestamps with invoke < respond, got invoke=2, respond=2$",
+        ),
+        (
+            history_text(events=lambda es: es[:2] + [{**es[2], "args": [["q", 9]]}] + es[3:]),
+            r"^event #2 \(ack\) hands back lease 9, which no acquire invoked before it returned; a history may only "
+            r"use leases its acquires returned$",
+        ),
+        (
+            history_text(events=lambda es: es[:1] + [{**es[1], "returned": {"sample_id": "a"}}] + es[2:]),
+            r"^event 1: an acquire returns null or a lease object with sample_id, redelivery_count, deadline \(a "
+            r"number or null\), epoch, lease_id and ref_ok; got \{'sample_id': 'a'\}$",
+        ),
+        (
+            history_text(events=lambda es: [{**es[0], "raised": "closed"}] + es[1:]),
+            r"^event 0 needs exactly one of 'returned' and 'raised'$",
+        ),
+    ],
+)
+def test_a_malformed_history_is_refused_with_the_fix(text, message):
+    with pytest.raises(ValueError, match=message):
+        History.from_json(text)
+
+
+# -- the search against brute force on small random histories ------------------------------------------
+
+CALL_WEIGHTS = {"put": 2, "acquire_nowait": 2, "ack": 1, "fail": 1, "tick": 1, "reclaim_expired": 1, "pending_count": 1}
+
+
+def small_history(rng):
+    """A history of 3-7 calls on samples a, b, c: answers from one sequential
+    run of the model, intervals around the points where it made them (so
+    overlapping calls), and half the time one answer altered."""
+    cfg = make_config(visibility_timeout=2.0, max_deliveries=2, epoch="queue")
+    state = initial_state(100.0)
+    for sid in "abc":
+        state = A.store_put(cfg, state, sid, 1).state
+    leases = {}  # lease_id -> ModelLease
+    events = []
+    for k in range(rng.randint(3, 7)):
+        call = rng.choices(list(CALL_WEIGHTS), weights=list(CALL_WEIGHTS.values()))[0]
+        if call in ("ack", "fail") and not leases:
+            call = "acquire_nowait"
+        args = []
+        if call == "put":
+            args = [rng.choice("abc")]
+            out = A.put(cfg, state, args[0])
+        elif call == "acquire_nowait":
+            out = A.acquire(cfg, state)
+            if out.value is not None:
+                lease_id = len(leases) + 1
+                leases[lease_id] = out.value
+                answer = {"sample_id": out.value.sample_id, "redelivery_count": out.value.redelivery_count,
+                          "deadline": state.now + 2.0, "epoch": "q", "lease_id": lease_id, "ref_ok": True}  # fmt: skip
+                out = out._replace(value=answer)
+        elif call in ("ack", "fail"):
+            lease_id = rng.choice(sorted(leases))
+            args = [["q", lease_id]]
+            out = getattr(A, call)(cfg, state, leases[lease_id])
+        elif call == "tick":
+            args = [1.0]
+            out = A.tick(cfg, state, 1.0)
+        elif call == "reclaim_expired":
+            out = A.reclaim_expired(cfg, state)
+        else:
+            out = A.Outcome(state, A.pending_count(state), None)
+        state = out.state
+        result = {"raised": out.error.kind, "error": "rejected"} if out.error else {"returned": out.value}
+        point = 10 * (k + 1)
+        interval = {"invoke": point - rng.randint(1, 15), "respond": point + rng.randint(1, 15)}
+        events.append({"thread": k % 3, "call": call, "args": args, **interval, **result})
+    if rng.random() < 0.5:
+        alter(rng.choice(events), rng)
+    events.sort(key=lambda e: e["invoke"])
+    # keep the hand-backs of leases whose acquire was invoked before them
+    minted = {}
+    for e in events:
+        if isinstance(e.get("returned"), dict):
+            minted.setdefault(e["returned"]["lease_id"], e["invoke"])
+    events = [e for e in events if e["call"] not in ("ack", "fail") or minted.get(e["args"][0][1], 1e9) < e["invoke"]]
+    data = json.loads((HISTORIES / "illegal_none_after_put.json").read_text())
+    data.update(
+        backend="random",
+        config={"visibility_timeout": 2.0, "max_deliveries": 2, "dedup_window": None},
+        stored={"a": 1, "b": 1, "c": 1},
+        events=[{"id": k, **e} for k, e in enumerate(events)],
+    )
+    return History.from_dict(data)
+
+
+def alter(e, rng):
+    """Change ``e``'s answer to another plausible one."""
+    got = e.get("returned")
+    if isinstance(got, bool):
+        e["returned"] = not got
+    elif isinstance(got, int):
+        e["returned"] = got + 1
+    elif isinstance(got, dict):
+        got["sample_id"] = rng.choice("abc")
+    elif e["call"] == "acquire_nowait":
+        e["returned"] = {"sample_id": rng.choice("abc"), "redelivery_count": 0, "deadline": 102.0, "epoch": "q",
+                         "lease_id": 99, "ref_ok": True}  # fmt: skip
+
+
+def linearizable_by_brute_force(h):
+    """Try every order that respects real time, one at a time: an order is
+    checked as the history whose calls happen one after another in it."""
+    events = h.events
+    for order in permutations(range(len(events))):
+        position = {i: k for k, i in enumerate(order)}
+        if any(position[a.id] > position[b.id] for a in events for b in events if a.respond < b.invoke):
+            continue
+        in_turn = tuple(dataclasses.replace(events[i], invoke=2 * k, respond=2 * k + 1) for k, i in enumerate(order))
+        one_by_one = dataclasses.replace(h, events=in_turn)
+        if check(one_by_one).ok:
+            return True
+    return False
+
+
+def test_the_search_agrees_with_brute_force_on_small_histories():
+    rng = random.Random(2024)
+    verdicts = {True: 0, False: 0}
+    for _ in range(500):
+        h = small_history(rng)
+        want = linearizable_by_brute_force(h)
+        assert check(h).ok == want, h.to_json()
+        verdicts[want] += 1
+    assert min(verdicts.values()) >= 100, verdicts  # both answers well represented
