@@ -585,7 +585,7 @@ def _render_threads(
         "",
         "def test_counterexample():",
         f"    for seed in {seeds!r}:",
-        f"        history = record(",
+        "        history = record(",
         f"            {cert.backend!r}, seed=seed, threads={shape['threads']}, operations={shape['operations']}",
         "        )",
         f"        verdict = check(history, max_steps={max_steps}, timeout=None)",

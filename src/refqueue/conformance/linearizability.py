@@ -314,7 +314,7 @@ class _Context:
                 continue
             first = min(cx, key=lambda e: e.respond)
             why = (
-                f"no acquire left in the history returns it"
+                "no acquire left in the history returns it"
                 if not cy
                 else f"every acquire left that returns it ({', '.join(f'#{e.id}' for e in cy)}) was invoked after "
                 f"the acquires that return {x!r} responded"

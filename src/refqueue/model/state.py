@@ -182,17 +182,17 @@ def make_config(
         raise TypeError(f"fifo must be a bool, got {fifo!r}")
     if not isinstance(epoch, str) or not epoch:
         raise ValueError(f"epoch must be a non-empty str, got {epoch!r}")
-    for side, store_high, store_low in (("store", store_high_watermark_bytes, store_low_watermark_bytes),):
-        if (store_high is None) != (store_low is None):
-            raise ValueError(
-                f"the {side} watermarks are half set (high={store_high!r}, low={store_low!r}); "
-                f"set both or neither"
-            )
-        if store_high is not None and not store_low < store_high:
-            raise ValueError(
-                f"store low watermark {store_low} must be < store high watermark {store_high}; "
-                f"widen the hysteresis band"
-            )
+    store_high, store_low = store_high_watermark_bytes, store_low_watermark_bytes
+    if (store_high is None) != (store_low is None):
+        raise ValueError(
+            f"the store watermarks are half set (high={store_high!r}, low={store_low!r}); "
+            f"set both or neither"
+        )
+    if store_high is not None and not store_low < store_high:  # type: ignore[operator]
+        raise ValueError(
+            f"store low watermark {store_low} must be < store high watermark {store_high}; "
+            f"widen the hysteresis band"
+        )
     high = high_watermark_bytes if high_watermark_bytes is not None else store_high_watermark_bytes
     low = low_watermark_bytes if low_watermark_bytes is not None else store_low_watermark_bytes
     if (high is None) != (low is None):

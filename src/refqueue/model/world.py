@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from refqueue.model import actions as A
-from refqueue.model.state import LEASED, STORED, Config, ModelLease, State, initial_state, make_config
+from refqueue.model.state import STORED, Config, ModelLease, State, initial_state, make_config
 
 __all__ = ["Consumer", "Memo", "Node", "Transition", "World", "make_world", "initial_node", "successors"]
 
@@ -239,25 +239,3 @@ def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[T
         if moves.extend is not None:
             yield _transition(("Extend", c, _node((moves.extend.state, consumers)), moves.extend.value))
         yield _transition(("Crash", c, moved(c, IDLE), None))
-
-
-def holders(node: Node, sample_id: str) -> list[int]:
-    """Consumers whose lease names ``sample_id``."""
-    return [c for c, me in enumerate(node.consumers) if me.lease is not None and me.lease.sample_id == sample_id]
-
-
-def live_holders(node: Node, sample_id: str) -> list[int]:
-    return [
-        c
-        for c, me in enumerate(node.consumers)
-        if me.lease is not None and me.lease.sample_id == sample_id and A.is_live(node.state, me.lease)
-    ]
-
-
-def orphaned(node: Node) -> list[str]:
-    """Leased samples no consumer holds a live lease for (a crash left them)."""
-    return [
-        sid
-        for sid, r in zip(node.state.ids, node.state.recs)
-        if r.status == LEASED and not live_holders(node, sid)
-    ]
