@@ -1,11 +1,11 @@
--------------------------- MODULE MCAnchorConsumer --------------------------
+-------------------------- MODULE MCAnchorConsumer ---------------------------
 (***************************************************************************)
-(* Counterexample (D3): the anchor's consumer loop stops when acquire      *)
-(* returns None and the queue is closed, even with leases outstanding.     *)
-(* TLC must find TerminalNoneMeansDrained violated: a consumer stops while *)
-(* a lease is still out; if that lease is reclaimed, nobody acquires it.   *)
+(* Counterexample (D3): the anchor's consumer loop stops on acquire() is   *)
+(* None and is_closed with a lease still outstanding. TLC must find        *)
+(* TerminalNoneMeansDrained violated.                                      *)
 (***************************************************************************)
 EXTENDS SampleRefQueue
 
 MCSamples == <<"s0", "s1">>
+MCSizes == <<1, 1>>
 =============================================================================

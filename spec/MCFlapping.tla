@@ -1,11 +1,10 @@
------------------------------ MODULE MCFlapping -----------------------------
+----------------------------- MODULE MCFlapping ------------------------------
 (***************************************************************************)
-(* Counterexample (D4): hysteresis with an empty band, Low = High (the     *)
-(* queue constructor rejects it; the spec admits it here).  TLC must find  *)
-(* NoFlapping violated: the producer pauses at a residency that already    *)
-(* allows it to resume, so it flips on every step.                         *)
+(* Counterexample (D4): an empty band (Low = High) pauses where the        *)
+(* producer may already resume. TLC must find NoFlapping violated.         *)
 (***************************************************************************)
 EXTENDS SampleRefQueue
 
 MCSamples == <<"s0", "s1", "s2">>
+MCSizes == <<1, 1, 1>>
 =============================================================================

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 from refqueue.model.state import (
     ACKED,
     DEAD,
+    DROPPED,
     LEASED,
     LIVE,
     MAX_DELIVERIES_REASON,
@@ -45,6 +46,8 @@ __all__ = [
     "store_put",
     "put",
     "try_put",
+    "abort_put",
+    "put_step",
     "acquire",
     "get",
     "release",
@@ -56,6 +59,7 @@ __all__ = [
     "close",
     "tick",
     "scrub",
+    "drop",
     "expired",
     "allowed_acquires",
     "find",
@@ -174,12 +178,12 @@ def _with_rec(state: State, i: int, rec: Rec, **changes: Any) -> State:
     if not changes:  # the common cases are built directly (NamedTuple._replace is slow)
         return State(
             state.now, state.closed, state.paused, state.pending, state.ids, recs,
-            state.resident_bytes, state.resident_count, state.dead, state.completed,
+            state.resident_bytes, state.resident_count, state.dead, state.completed, state.parked,
         )
     if len(changes) == 1 and "pending" in changes:
         return State(
             state.now, state.closed, state.paused, changes["pending"], state.ids, recs,
-            state.resident_bytes, state.resident_count, state.dead, state.completed,
+            state.resident_bytes, state.resident_count, state.dead, state.completed, state.parked,
         )
     return state._replace(recs=recs, **changes)
 
@@ -318,8 +322,11 @@ def store_put(cfg: Config, state: State, sample_id: str, nbytes: int) -> Outcome
         return Outcome(
             state._replace(ids=state.ids + (sample_id,), recs=state.recs + (new,), **counters), None, None
         )
-    status = rec.status if rec.status in LIVE else STORED
-    return Outcome(_with_rec(state, i, rec._replace(status=status, resident=True, nbytes=nbytes), **counters), None, None)
+    if rec.status in LIVE:
+        new = rec._replace(resident=True, nbytes=nbytes)
+    else:  # a completed (or dropped) id stored again: the next put makes a new incarnation of it
+        new = Rec(STORED, rec.incarnation, 0, 0, None, True, nbytes)
+    return Outcome(_with_rec(state, i, new, **counters), None, None)
 
 
 def put(cfg: Config, state: State, sample_id: str) -> Outcome:
@@ -345,32 +352,75 @@ def put(cfg: Config, state: State, sample_id: str) -> Outcome:
     return Outcome(_with_rec(state, i, new, pending=state.pending + (sample_id,)), None, None)
 
 
-def try_put(cfg: Config, state: State, sample_id: str) -> Outcome:
-    """One step of SampleRefQueue.put_blocks_until_below (D4).
+def _parked_without(state: State, sample_id: str) -> tuple[tuple[str, int], ...]:
+    return tuple(p for p in state.parked if p[0] != sample_id)
 
-    Enabled: as ``put`` (a bad put is rejected before any waiting).
-    Effect: ``paused' = paused ? ~(resident <= low) : (resident >= high)``
-    against the store's counters; a change fires ``"pause"`` or ``"resume"``
-    once.  If not paused afterwards the ref is enqueued as by ``put``;
-    otherwise the producer stays blocked.  With no watermarks it never pauses.
+
+def _has_work(state: State) -> bool:
+    """Something is pending or leased: a consumer can still free bytes."""
+    return bool(state.pending) or any(r.status == LEASED for r in state.recs)
+
+
+def try_put(cfg: Config, state: State, sample_id: str, nbytes: int = 0) -> Outcome:
+    """One step of SampleRefQueue.put_blocks_until_below (D4, D8).
+
+    ``nbytes`` is the ref's ``estimated_bytes``.  Enabled: as ``put`` (a bad
+    put is rejected before any waiting, and changes nothing).
+    Effect: against the *effective* residency ``max(0, resident_bytes -
+    parked)``, where ``parked`` counts the refs whose producers wait in a
+    blocking put, this ref's own bytes included (D8),
+    ``paused' = paused ? ~(effective <= low) : (effective >= high)``; a change
+    fires ``"pause"`` or ``"resume"`` once.  The ref is enqueued as by ``put``
+    (and leaves ``parked``) when not paused afterwards, **or when the queue
+    holds no work** (nothing pending, nothing leased: no consumer could ever
+    free a byte), in which case the pause stands.  Otherwise the producer
+    waits: the ref joins ``parked``.  With no watermarks it never pauses.
     """
     bad = _check_put(cfg, state, sample_id, "put_blocks_until_below")
     if bad is not None:
         return bad
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
+        return _reject(state, "invalid", f"put_blocks_until_below needs nbytes as an int >= 0, got {nbytes!r}")
+    others = _parked_without(state, sample_id)
     paused = state.paused
     events: tuple[str, ...] = ()
     if cfg.high is not None:
+        effective = max(0, state.resident_bytes - sum(b for _, b in others) - nbytes)
         if paused:
-            if state.resident_bytes <= cfg.low:  # type: ignore[operator]
+            if effective <= cfg.low:  # type: ignore[operator]
                 paused, events = False, ("resume",)
-        elif state.resident_bytes >= cfg.high:
+        elif effective >= cfg.high:
             paused, events = True, ("pause",)
-    if paused:
-        new_state = state._replace(paused=True) if not state.paused else state
-        return Outcome(new_state, TryPutResult(False, events), None)
-    if state.paused:
-        state = state._replace(paused=False)
+    if paused and _has_work(state):
+        parked = tuple(sorted(others + ((sample_id, nbytes),)))
+        if paused != state.paused or parked != state.parked:
+            state = state._replace(paused=paused, parked=parked)
+        return Outcome(state, TryPutResult(False, events), None)
+    if paused != state.paused or others != state.parked:
+        state = state._replace(paused=paused, parked=others)
     return Outcome(put(cfg, state, sample_id).state, TryPutResult(True, events), None)
+
+
+def abort_put(cfg: Config, state: State, sample_id: str) -> Outcome:
+    """A blocking put returns without enqueueing its ref (``PutAborted``,
+    ``QueueClosed``, or its producer died): the ref leaves ``parked`` (D8).
+
+    Enabled: always; nothing changes for a ref that is not parked.
+    """
+    parked = _parked_without(state, sample_id)
+    if parked == state.parked:
+        return Outcome(state, None, None)
+    return Outcome(state._replace(parked=parked), None, None)
+
+
+def put_step(cfg: Config, state: State, sample_id: str, nbytes: int = 0) -> Outcome:
+    """``put_blocks_until_below(ref, abort_when=lambda: True)``: exactly one
+    ``try_put`` step, and the call returns either way (so the ref is never
+    left parked).  The value is the step's ``TryPutResult``."""
+    out = try_put(cfg, state, sample_id, nbytes)
+    if out.error is not None or out.value.enqueued:
+        return out
+    return Outcome(abort_put(cfg, out.state, sample_id).state, out.value, None)
 
 
 def acquire(cfg: Config, state: State, choose: str | None = None) -> Outcome:
@@ -541,7 +591,7 @@ def close(cfg: Config, state: State) -> Outcome:
         return Outcome(state, None, None)
     closed = State(
         state.now, True, state.paused, state.pending, state.ids, state.recs,
-        state.resident_bytes, state.resident_count, state.dead, state.completed,
+        state.resident_bytes, state.resident_count, state.dead, state.completed, state.parked,
     )
     return Outcome(closed, None, None)
 
@@ -557,7 +607,7 @@ def tick(cfg: Config, state: State, seconds: float = 1) -> Outcome:
     return Outcome(
         State(
             state.now + seconds, state.closed, state.paused, state.pending, state.ids, state.recs,
-            state.resident_bytes, state.resident_count, state.dead, state.completed,
+            state.resident_bytes, state.resident_count, state.dead, state.completed, state.parked,
         ),
         None,
         None,
@@ -590,3 +640,31 @@ def scrub(cfg: Config, state: State, sample_id: str) -> Outcome:
         None,
     )
 
+
+
+def drop(cfg: Config, state: State, sample_id: str) -> Outcome:
+    """Collect an orphan: the data of a sample that was stored but never
+    enqueued (its producer died, or its put was rejected) is scrubbed by
+    whoever owns it (``store.scrub(ref)``: the restarted producer, an
+    operator).  Enabled: the sample is STORED and not parked in a blocking
+    put; otherwise rejected as ``"invalid"``.  Effect: the data leaves the
+    store and the sample is DROPPED (it may be stored and put again).
+    """
+    bad = _check_sample_id(state, sample_id, "drop")
+    if bad is not None:
+        return bad
+    i = find(state, sample_id)
+    if i < 0 or state.recs[i].status != STORED or any(p[0] == sample_id for p in state.parked):
+        return _reject(state, "invalid", f"drop({sample_id!r}): only a stored sample no producer is putting is an orphan")
+    rec = state.recs[i]
+    return Outcome(
+        _with_rec(
+            state,
+            i,
+            rec._replace(status=DROPPED, resident=False),
+            resident_bytes=state.resident_bytes - rec.nbytes,
+            resident_count=state.resident_count - 1,
+        ),
+        None,
+        None,
+    )

@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from refqueue.model.invariants import STATE_INVARIANTS, TRANSITION_INVARIANTS
+from refqueue.model.invariants import STATE_INVARIANTS, TRANSITION_INVARIANTS, WORLD_INVARIANTS
 from refqueue.model.state import LEASED, PENDING
 from refqueue.model.world import Memo, Node, World, initial_node, successors
 
@@ -102,6 +102,7 @@ def explore(
     core_failed: dict[object, list[str]] = {}
     memo = Memo()
     step_checks = list(TRANSITION_INVARIANTS.items())
+    world_checks = list(WORLD_INVARIANTS.items())
     goals = dict(goals or {})
     start = time.perf_counter()
     next_report = start + progress_every
@@ -127,6 +128,9 @@ def explore(
         for name, pred in node_checks:
             if name not in violations and not pred(cfg, node.state, node.consumers):
                 violations[name] = _trace(index, nodes, k)
+        for name, pred in world_checks:
+            if name not in violations and not pred(world, node):
+                violations[name] = _trace(index, nodes, k)
         for name, goal in goals.items():
             if name not in reached and goal(world, node):
                 reached[name] = _trace(index, nodes, k)
@@ -146,11 +150,11 @@ def explore(
         for action, arg, child, value in successors(world, node, memo):
             transitions += 1
             after = child.state
-            # A transition property can only fail on a stale answer (False) or
-            # a change of the pause flag; skip the calls that cannot fail.
-            if value is False or before.paused != after.paused:
+            if before is not after:
+                # a put step is judged by the sample it puts (the world's arg is the producer)
+                what = node.producers[arg] if action == "TryPut" else arg  # type: ignore[index]
                 for name, pred in step_checks:
-                    if name not in violations and not pred(cfg, before, after, action, value):
+                    if name not in violations and not pred(cfg, before, after, action, what, value):
                         violations[name] = _trace(index, nodes, k) + [Step(action, arg, child, value)]
             j = len(nodes)
             if seen.setdefault(child, j) != j:

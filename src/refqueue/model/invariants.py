@@ -16,6 +16,7 @@ from refqueue.model.actions import is_drained, is_live
 from refqueue.model.state import (
     ACKED,
     DEAD,
+    DROPPED,
     LEASED,
     MAX_DELIVERIES_REASON,
     PENDING,
@@ -35,12 +36,20 @@ __all__ = [
     "NoScrubBeforeAck",
     "NothingResidentAfterAck",
     "ResidencyMatchesContents",
+    "ResidencyWithinCapacity",
     "RedeliveryCountsDeliveries",
     "TerminalNoneMeansDrained",
     "StaleOpsChangeNothing",
     "PauseOnlyAtHigh",
     "ResumeOnlyAtLow",
     "NoFlapping",
+    "CompletionIsAbsorbing",
+    "LeaseLiveUntilDeadline",
+    "WORLD_INVARIANTS",
+    "BackpressureBound",
+    "NoStuckProducer",
+    "effective_residency",
+    "queue_bytes",
     "violated",
 ]
 
@@ -70,6 +79,11 @@ def _state_type_ok(state: State) -> bool:
         if (deadline is not None) != (status == LEASED):
             return False
     pending = state.pending
+    parked = state.parked
+    if list(parked) != sorted(parked) or len({p[0] for p in parked}) != len(parked):
+        return False
+    if not all(type(p[0]) is str and _is_nat(p[1]) for p in parked):
+        return False
     return len(set(pending)) == len(pending) and set(pending).issubset(ids)
 
 
@@ -79,8 +93,10 @@ def TypeOK(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
     consumer holds data only under a lease and a stopped one holds nothing."""
     if not _state_type_ok(state):
         return False
-    for lease, holding, stopped in consumers:
+    for lease, holding, stopped, *kept in consumers:
         if lease is not None and type(lease) is not ModelLease:
+            return False
+        if kept and kept[0] is not None and type(kept[0]) is not ModelLease:
             return False
         if holding and lease is None:
             return False
@@ -98,7 +114,7 @@ def PendingAndLeasedDisjoint(cfg: Config, state: State, consumers: Consumers = (
 def AtMostOneLiveLeasePerSample(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
     """No two consumers hold a live lease on the same sample, and a live lease
     is held only for a LEASED sample (a lease's identity is its delivery)."""
-    live = [lease.sample_id for lease, _, _ in consumers if lease is not None and is_live(state, lease)]
+    live = [c.lease.sample_id for c in consumers if c.lease is not None and is_live(state, c.lease)]
     return len(live) < 2 or len(live) == len(set(live))
 
 
@@ -108,8 +124,8 @@ def NoScrubBeforeAck(cfg: Config, state: State, consumers: Consumers = ()) -> bo
 
 
 def NothingResidentAfterAck(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
-    """An acked or dead-lettered sample's data is gone (D2)."""
-    return not any(r.resident for r in state.recs if r.status in (ACKED, DEAD))
+    """An acked, dead-lettered or dropped sample's data is gone (D2)."""
+    return not any(r.resident for r in state.recs if r.status in (ACKED, DEAD, DROPPED))
 
 
 def ResidencyMatchesContents(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
@@ -119,6 +135,13 @@ def ResidencyMatchesContents(cfg: Config, state: State, consumers: Consumers = (
         state.resident_bytes >= 0
         and state.resident_bytes == sum(r.nbytes for r in resident)
         and state.resident_count == len(resident)
+    )
+
+
+def ResidencyWithinCapacity(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
+    """The store never holds more than its byte cap (or its sample cap)."""
+    return (cfg.capacity_bytes is None or state.resident_bytes <= cfg.capacity_bytes) and (
+        cfg.max_samples is None or state.resident_count <= cfg.max_samples
     )
 
 
@@ -171,7 +194,9 @@ def TerminalNoneMeansDrained(cfg: Config, state: State, consumers: Consumers = (
 
 # Which predicates read the consumers (the explorer checks the others once per
 # model state rather than once per node).
-for _pred in (PendingAndLeasedDisjoint, NoScrubBeforeAck, NothingResidentAfterAck, ResidencyMatchesContents):
+for _pred in (
+    PendingAndLeasedDisjoint, NoScrubBeforeAck, NothingResidentAfterAck, ResidencyMatchesContents, ResidencyWithinCapacity
+):
     _pred.reads_consumers = False  # type: ignore[attr-defined]
 
 STATE_INVARIANTS: dict[str, Callable[..., bool]] = {
@@ -181,6 +206,7 @@ STATE_INVARIANTS: dict[str, Callable[..., bool]] = {
     "NoScrubBeforeAck": NoScrubBeforeAck,
     "NothingResidentAfterAck": NothingResidentAfterAck,
     "ResidencyMatchesContents": ResidencyMatchesContents,
+    "ResidencyWithinCapacity": ResidencyWithinCapacity,
     "RedeliveryCountsDeliveries": RedeliveryCountsDeliveries,
     "TerminalNoneMeansDrained": TerminalNoneMeansDrained,
 }
@@ -188,34 +214,82 @@ STATE_INVARIANTS: dict[str, Callable[..., bool]] = {
 
 # -- transition properties ------------------------------------------------------
 
-STALEABLE = frozenset({"Ack", "Fail", "Extend", "DeadLetter"})
+STALEABLE = frozenset({"Ack", "Fail", "Extend", "DeadLetter", "AckCopy", "FailCopy"})
 
 
-def StaleOpsChangeNothing(cfg: Config, before: State, after: State, action: str, value: object) -> bool:
+def StaleOpsChangeNothing(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
     """An ack, fail, extend or dead-letter that answered False left the
     queue and store exactly as they were (D1)."""
     return not (action in STALEABLE and value is False) or before == after
 
 
-def PauseOnlyAtHigh(cfg: Config, before: State, after: State, action: str, value: object) -> bool:
-    """The producer pauses only with residency at or above the high watermark (D4)."""
-    return before.paused or not after.paused or (cfg.high is not None and before.resident_bytes >= cfg.high)
+def effective_residency(state: State, sample_id: object) -> int:
+    """What a put step of ``sample_id`` compares with the watermarks (D8): the
+    store's residency less the bytes of every ref parked in a blocking put,
+    the stepping ref's own bytes included (it is resident: a world producer
+    stores before it puts)."""
+    parked = sum(b for s, b in state.parked if s != sample_id)
+    own = 0
+    if isinstance(sample_id, str) and sample_id in state.ids:
+        rec = state.recs[state.ids.index(sample_id)]
+        own = rec.nbytes if rec.resident else 0
+    return max(0, state.resident_bytes - parked - own)
 
 
-def ResumeOnlyAtLow(cfg: Config, before: State, after: State, action: str, value: object) -> bool:
-    """The producer resumes only with residency at or below the low watermark (D4)."""
-    return not before.paused or after.paused or (cfg.low is not None and before.resident_bytes <= cfg.low)
+def PauseOnlyAtHigh(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
+    """The producer pauses only with effective residency at or above the high watermark (D4, D8)."""
+    if before.paused or not after.paused:
+        return True
+    return cfg.high is not None and effective_residency(before, arg) >= cfg.high
 
 
-def NoFlapping(cfg: Config, before: State, after: State, action: str, value: object) -> bool:
+def ResumeOnlyAtLow(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
+    """The producer resumes only with effective residency at or below the low watermark (D4, D8)."""
+    if not before.paused or after.paused:
+        return True
+    return cfg.low is not None and effective_residency(before, arg) <= cfg.low
+
+
+def NoFlapping(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
     """A resume happens strictly below the high watermark and a pause strictly
     above the low one, so residency must move across the band between a pause
     and the next resume (what an empty band, ``low == high``, breaks: D4)."""
     if before.paused == after.paused:
         return True
+    eff = effective_residency(before, arg)
     if after.paused:
-        return cfg.low is not None and before.resident_bytes > cfg.low
-    return cfg.high is not None and before.resident_bytes < cfg.high
+        return cfg.low is not None and eff > cfg.low
+    return cfg.high is not None and eff < cfg.high
+
+
+def CompletionIsAbsorbing(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
+    """An acked or dead-lettered incarnation stays so until its id is stored
+    again for a new incarnation (exactly once per incarnation)."""
+    old = dict(zip(before.ids, before.recs))
+    for sid, rec in zip(after.ids, after.recs):
+        was = old.get(sid)
+        if was is not None and was.status in (ACKED, DEAD) and rec != was and rec.status != STORED:
+            return False
+    return True
+
+
+_HOLDER_ACTIONS = frozenset({"Ack", "Fail", "Extend", "DeadLetter"})
+
+
+def LeaseLiveUntilDeadline(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
+    """The visibility-timeout guarantee: a live lease whose deadline has not
+    passed stays live, with its deadline, unless its holder acks, fails,
+    dead-letters or extends it.  The model's state does not say who holds a
+    lease, so a holder's step may change at most one such lease (its own)."""
+    changed = 0
+    for sid, rec in zip(before.ids, before.recs):
+        if rec.status == LEASED and rec.deadline > before.now:  # type: ignore[operator]
+            new = after.recs[after.ids.index(sid)]
+            if (new.status, new.incarnation, new.redeliveries, new.deadline) != (
+                LEASED, rec.incarnation, rec.redeliveries, rec.deadline
+            ):
+                changed += 1
+    return changed == 0 or (action in _HOLDER_ACTIONS and changed == 1)
 
 
 TRANSITION_INVARIANTS: dict[str, Callable[..., bool]] = {
@@ -223,6 +297,50 @@ TRANSITION_INVARIANTS: dict[str, Callable[..., bool]] = {
     "PauseOnlyAtHigh": PauseOnlyAtHigh,
     "ResumeOnlyAtLow": ResumeOnlyAtLow,
     "NoFlapping": NoFlapping,
+    "CompletionIsAbsorbing": CompletionIsAbsorbing,
+    "LeaseLiveUntilDeadline": LeaseLiveUntilDeadline,
+}
+
+
+# -- properties of the closed world (they read its producers and bounds) ---------
+
+
+def queue_bytes(state: State) -> int:
+    """The bytes of enqueued work: pending and leased samples."""
+    return sum(r.nbytes for r in state.recs if r.status in (PENDING, LEASED))
+
+
+def BackpressureBound(world: object, node: object) -> bool:
+    """D8's bound: work admitted by blocking puts stays below ``high`` plus
+    the largest sample (so residency stays below ``high + (producers + 1) x
+    largest`` plus orphans)."""
+    cfg = world.cfg  # type: ignore[attr-defined]
+    if cfg.high is None:
+        return True
+    return queue_bytes(node.state) < cfg.high + world.largest  # type: ignore[attr-defined]
+
+
+def NoStuckProducer(world: object, node: object) -> bool:
+    """No deadlock (D8): a producer waiting in a blocking put on an open queue
+    that holds no work (so no consumer can ever free a byte) is admitted by
+    its next step."""
+    from refqueue.model import actions as A  # the world's own dependency, kept local
+
+    state = node.state  # type: ignore[attr-defined]
+    if state.closed or state.pending or any(r.status == LEASED for r in state.recs):
+        return True
+    for sid in node.producers:  # type: ignore[attr-defined]
+        if sid is None or not any(p[0] == sid for p in state.parked):
+            continue
+        out = A.try_put(world.cfg, state, sid, state.recs[state.ids.index(sid)].nbytes)  # type: ignore[attr-defined]
+        if out.error is None and not out.value.enqueued:
+            return False
+    return True
+
+
+WORLD_INVARIANTS: dict[str, Callable[..., bool]] = {
+    "BackpressureBound": BackpressureBound,
+    "NoStuckProducer": NoStuckProducer,
 }
 
 

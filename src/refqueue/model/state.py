@@ -23,6 +23,7 @@ __all__ = [
     "LEASED",
     "ACKED",
     "DEAD",
+    "DROPPED",
     "STATUSES",
     "LIVE",
     "DONE",
@@ -41,7 +42,8 @@ PENDING = "pending"  # enqueued, waiting for an acquire
 LEASED = "leased"  # handed out under a live lease
 ACKED = "acked"  # terminal: a live ack committed, data scrubbed
 DEAD = "dead"  # terminal: dead-lettered, data scrubbed, ref + reason listed
-STATUSES = frozenset({STORED, PENDING, LEASED, ACKED, DEAD})
+DROPPED = "dropped"  # an orphan (stored, never enqueued, its producer gone) whose data was scrubbed
+STATUSES = frozenset({STORED, PENDING, LEASED, ACKED, DEAD, DROPPED})
 LIVE = frozenset({PENDING, LEASED})  # a put of the same id is a duplicate
 DONE = frozenset({ACKED, DEAD})  # completed: counted by the dedup window
 
@@ -123,6 +125,10 @@ class State(NamedTuple):
     resident_count: int  # the store's counter; = number of resident recs
     dead: tuple[tuple[str, str], ...]  # (sample_id, reason), in dead-letter order
     completed: tuple[str, ...]  # the last dedup_window completed ids, oldest first
+    # Refs whose producers wait in put_blocks_until_below, as (sample_id,
+    # nbytes) sorted by id: their bytes are not counted against the
+    # watermarks (D8).
+    parked: tuple[tuple[str, int], ...] = ()
 
 
 def _check_int(name: str, value: object, minimum: int, fix: str) -> None:

@@ -1,15 +1,17 @@
-"""The closed world the explorer and the TLA+ spec walk: one producer, a few
-consumers and an environment around the model's queue and store.
+"""The closed world the explorer and the TLA+ spec walk: producers, consumers
+and an environment around the model's queue and store.
 
 The queue's actions (``refqueue.model.actions``) take leases as arguments and
 know nothing of who holds them.  To check the protocol exhaustively we also
-need the *callers*: a producer that writes each sample to the store and then
-blocks in ``put_blocks_until_below``; consumers that acquire, get, release,
+need the *callers*: producers that each write a sample to the store and then
+block in ``put_blocks_until_below`` (and, with ``producer_crash``, may die in
+between, leaving an orphan that the environment collects); consumers that acquire, get, release,
 ack, fail, extend, crash (a crash drops the lease on the floor and the
 consumer restarts empty-handed) and stop when ``acquire`` says the queue is
 drained; and an environment that reclaims, closes and lets time pass.  A
 consumer keeps a lease after it went stale, so stale acks, fails and releases
-are part of every run.
+are part of every run; with ``retain_copies`` it also keeps a copy of each
+lease it gave back and acks or fails the copy later.
 
 ``successors(world, node)`` yields every transition of the world from a node,
 labelled with the TLA+ action name and its argument.  Self-loops (a blocked
@@ -37,22 +39,27 @@ class Consumer(NamedTuple):
     lease: ModelLease | None  # the lease this consumer holds (live or stale)
     holding: bool  # it has data from get() that it has not released
     stopped: bool  # it saw acquire's terminal None and left
+    kept: ModelLease | None = None  # a copy of the lease it last acked or failed (retain_copies)
 
 
-IDLE = Consumer(None, False, False)
-STOPPED = Consumer(None, False, True)
+IDLE = Consumer(None, False, False, None)
+STOPPED = Consumer(None, False, True, None)
 
 
 class Node(NamedTuple):
-    """A state of the whole world: the model's state plus the consumers'."""
+    """A state of the whole world: the model's state, the consumers', and the
+    producers' (the sample id each is putting, or None), and how many
+    productions were started (an index into ``World.samples``)."""
 
     state: State
     consumers: tuple[Consumer, ...]
+    producers: tuple[str | None, ...] = (None,)
+    produced: int = 0
 
 
 class Transition(NamedTuple):
     action: str  # the TLA+ action name, e.g. "Ack"
-    arg: object  # the consumer index or sample id it was taken for (None for the environment)
+    arg: object  # the consumer or producer index or sample id it was taken for (None for the environment)
     node: Node  # the node it leads to
     value: object  # what the model's action returned (a lease, True/False, a count, ...)
 
@@ -61,44 +68,68 @@ class World(NamedTuple):
     """The bounds of one exploration (TLA+: the constants of an MC config)."""
 
     cfg: Config
-    samples: tuple[str, ...]  # produced in this order, each once
-    sizes: tuple[int, ...]  # nbytes of each sample
+    samples: tuple[str, ...]  # the productions, in this order (an id may recur: a re-put, D5)
+    sizes: tuple[int, ...]  # nbytes of each production
     consumers: int
     horizon: int  # the clock stops at this value
     anchor_consumer: bool
+    producers: int = 1
+    producer_crash: bool = False  # a producer may die between store put and queue put
+    retain_copies: bool = False  # consumers keep a copy of a lease they gave back, and use it later
+
+    @property
+    def largest(self) -> int:
+        return max(self.sizes)
 
 
 def make_world(
     *,
-    samples: int = 3,
+    samples: int | tuple[str, ...] = 3,
     consumers: int = 2,
+    producers: int = 1,
     max_deliveries: int | None = 2,
     horizon: int = 3,
     visibility_timeout: int = 1,
     high: int | None = 2,
     low: int | None = 1,
     capacity: int | None = None,
-    sample_bytes: int = 1,
+    sample_bytes: int | tuple[int, ...] = 1,
+    producer_crash: bool = False,
+    retain_copies: bool = False,
     anchor_consumer: bool = False,
 ) -> World:
-    """Bounds with validation; every sample has ``sample_bytes`` bytes and the
-    store's capacity defaults to all of them (at least the high watermark)."""
+    """Bounds with validation.  ``samples`` is a count (ids ``s0, s1, ...``) or
+    the ids in production order (a repeated id is a re-put of a completed
+    sample, D5); ``sample_bytes`` is one size for all or one per production.
+    The store's capacity defaults to all the data (at least the high
+    watermark).  Any size up to the capacity is allowed: D8 needs no
+    ``sample_bytes <= low``."""
     for name, value, minimum in (
-        ("samples", samples, 1),
         ("consumers", consumers, 1),
+        ("producers", producers, 1),
         ("horizon", horizon, 0),
         ("visibility_timeout", visibility_timeout, 1),
-        ("sample_bytes", sample_bytes, 1),
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    if isinstance(samples, int) and not isinstance(samples, bool):
+        if samples < 1:
+            raise ValueError(f"samples must be an int >= 1 or a tuple of ids, got {samples!r}")
+        ids = tuple(f"s{i}" for i in range(samples))
+    elif isinstance(samples, (tuple, list)) and samples and all(isinstance(x, str) and x for x in samples):
+        ids = tuple(samples)
+    else:
+        raise ValueError(f"samples must be an int >= 1 or a non-empty tuple of id strings, got {samples!r}")
+    if isinstance(sample_bytes, int) and not isinstance(sample_bytes, bool):
+        sizes = (sample_bytes,) * len(ids)
+    else:
+        sizes = tuple(sample_bytes)
+    if len(sizes) != len(ids) or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in sizes):
+        raise ValueError(f"sample_bytes must be an int >= 1 or one such int per sample, got {sample_bytes!r}")
     if capacity is None:
-        capacity = max(samples * sample_bytes, high or 0)
-    if low is not None and sample_bytes > low:
-        raise ValueError(
-            f"sample_bytes={sample_bytes} exceeds the low watermark {low}: a producer blocked "
-            f"with its own sample resident could never resume; use sample_bytes <= low"
-        )
+        capacity = max(sum(sizes), high or 0)
+    if max(sizes) > capacity:
+        raise ValueError(f"a sample of {max(sizes)} bytes exceeds the capacity {capacity}; it could never be stored")
     cfg = make_config(
         visibility_timeout=visibility_timeout,
         store_high_watermark_bytes=high,
@@ -108,16 +139,19 @@ def make_world(
     )
     return World(
         cfg=cfg,
-        samples=tuple(f"s{i}" for i in range(samples)),
-        sizes=(sample_bytes,) * samples,
+        samples=ids,
+        sizes=sizes,
         consumers=consumers,
         horizon=horizon,
         anchor_consumer=anchor_consumer,
+        producers=producers,
+        producer_crash=producer_crash,
+        retain_copies=retain_copies,
     )
 
 
 def initial_node(world: World) -> Node:
-    return Node(initial_state(0), (IDLE,) * world.consumers)
+    return Node(initial_state(0), (IDLE,) * world.consumers, (None,) * world.producers, 0)
 
 
 # NamedTuple constructors without the Python-level __new__ frame (the
@@ -127,35 +161,51 @@ _transition = functools.partial(tuple.__new__, Transition)
 _consumer = functools.partial(tuple.__new__, Consumer)
 
 
-def _core_moves(world: World, state: State) -> list[tuple[str, object, State, object]]:
-    """The producer's and the environment's moves: they depend on the model's
-    state only, never on the consumers."""
+def _core_moves(
+    world: World, state: State, producers: tuple[str | None, ...], produced: int
+) -> list[tuple[str, object, State, object, tuple[str | None, ...], int]]:
+    """The producers' and the environment's moves: they depend on the model's
+    state and the producers, never on the consumers."""
     cfg = world.cfg
-    moves: list[tuple[str, object, State, object]] = []
-    # producer: StorePut(s), then TryPut(s) until it is enqueued
-    storing = None
-    for sid, r in zip(state.ids, state.recs):
-        if r.status == STORED:
-            storing = sid
-            break
-    if storing is not None:
-        out = A.try_put(cfg, state, storing)
-        if out.error is None and out.state != state:  # a blocked step that changed nothing is a self-loop
-            moves.append(("TryPut", storing, out.state, out.value))
-    elif not state.closed and len(state.ids) < len(world.samples):
-        k = len(state.ids)
-        out = A.store_put(cfg, state, world.samples[k], world.sizes[k])
-        if out.error is None:
-            moves.append(("StorePut", world.samples[k], out.state, None))
+    moves: list[tuple[str, object, State, object, tuple[str | None, ...], int]] = []
+    # producers: StorePut(p), then TryPut(p) until the ref is enqueued (or the
+    # producer dies: ProducerCrash(p), leaving its data as an orphan)
+    for p, sid in enumerate(producers):
+        if sid is not None:
+            size = _size_of(state, sid)
+            out = A.try_put(cfg, state, sid, size)
+            if out.error is None and out.state != state:  # a blocked step that changed nothing is a self-loop
+                after = producers[:p] + (None,) + producers[p + 1 :] if out.value.enqueued else producers
+                moves.append(("TryPut", p, out.state, out.value, after, produced))
+            if world.producer_crash:
+                idle = producers[:p] + (None,) + producers[p + 1 :]
+                moves.append(("ProducerCrash", p, A.abort_put(cfg, state, sid).state, None, idle, produced))
+        elif not state.closed and produced < len(world.samples):
+            sid = world.samples[produced]
+            out = A.store_put(cfg, state, sid, world.sizes[produced])
+            if out.error is None:
+                held = producers[:p] + (sid,) + producers[p + 1 :]
+                moves.append(("StorePut", p, out.state, None, held, produced + 1))
+    if world.producer_crash:
+        for sid, r in zip(state.ids, state.recs):
+            if r.status == STORED and sid not in producers:
+                out = A.drop(cfg, state, sid)
+                if out.error is None:
+                    moves.append(("CollectOrphan", sid, out.state, None, producers, produced))
     # environment
     if A.expired(state):
         out = A.reclaim_expired(cfg, state)
-        moves.append(("ReclaimExpired", None, out.state, out.value))
+        moves.append(("ReclaimExpired", None, out.state, out.value, producers, produced))
     if not state.closed:
-        moves.append(("Close", None, A.close(cfg, state).state, None))
+        moves.append(("Close", None, A.close(cfg, state).state, None, producers, produced))
     if state.now < world.horizon:
-        moves.append(("Tick", None, A.tick(cfg, state, 1).state, None))
+        moves.append(("Tick", None, A.tick(cfg, state, 1).state, None, producers, produced))
     return moves
+
+
+def _size_of(state: State, sample_id: str) -> int:
+    """The size of a stored sample's data (the ref's estimated_bytes)."""
+    return state.recs[state.ids.index(sample_id)].nbytes
 
 
 class _LeaseMoves(NamedTuple):
@@ -185,41 +235,49 @@ class Memo:
     """Caches of the world's pure moves, keyed by the model's state.
 
     Many nodes share one model state and differ only in what the consumers
-    hold (at the default bounds, 26,308 nodes over 1,696 states), so the
-    explorer computes each state's moves once.  The actions are pure, so this
-    changes nothing but the time taken.
+    hold (at the default bounds, thousands of nodes over a few hundred
+    states), so the explorer computes each state's moves once.  The actions
+    are pure, so this changes nothing but the time taken.
     """
 
     __slots__ = ("core", "lease")
 
     def __init__(self) -> None:
-        self.core: dict[State, list[tuple[str, object, State, object]]] = {}
+        self.core: dict[tuple, list] = {}
         self.lease: dict[tuple[State, ModelLease], _LeaseMoves] = {}
 
 
 def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[Transition]:
-    """Every transition out of ``node``: the producer's, the environment's, each consumer's."""
-    state, consumers = node
+    """Every transition out of ``node``: the producers', the environment's, each consumer's."""
+    state, consumers, producers, produced = node
+    key = (state, producers, produced)
     if memo is None:
-        core = _core_moves(world, state)
+        core = _core_moves(world, state, producers, produced)
     else:
-        core = memo.core.get(state)  # type: ignore[assignment]
+        core = memo.core.get(key)  # type: ignore[assignment]
         if core is None:
-            core = memo.core[state] = _core_moves(world, state)
-    for action, arg, new_state, value in core:
-        yield _transition((action, arg, _node((new_state, consumers)), value))
+            core = memo.core[key] = _core_moves(world, state, producers, produced)
+    for action, arg, new_state, value, new_producers, new_produced in core:
+        yield _transition((action, arg, _node((new_state, consumers, new_producers, new_produced)), value))
 
     def moved(c: int, me: Consumer, to: State = state) -> Node:
-        return _node((to, consumers[:c] + (me,) + consumers[c + 1 :]))
+        return _node((to, consumers[:c] + (me,) + consumers[c + 1 :], producers, produced))
 
+    retain = world.retain_copies
     for c, me in enumerate(consumers):
         if me.stopped:
             continue
-        lease = me.lease
+        lease, holding, _, kept = me
+        if kept is not None:
+            # a stale copy used later (D1): always answers False and changes nothing
+            out = A.ack(world.cfg, state, kept)
+            yield _transition(("AckCopy", c, moved(c, _consumer((lease, holding, False, None)), out.state), out.value))
+            out = A.fail(world.cfg, state, kept)
+            yield _transition(("FailCopy", c, moved(c, _consumer((lease, holding, False, None)), out.state), out.value))
         if lease is None:
             if state.pending:
                 out = A.acquire(world.cfg, state)
-                yield _transition(("Acquire", c, moved(c, _consumer((out.value, False, False)), out.state), out.value))
+                yield _transition(("Acquire", c, moved(c, _consumer((out.value, False, False, kept)), out.state), out.value))
             elif state.closed and (world.anchor_consumer or A.outstanding_count(state) == 0):
                 yield _transition(("Stop", c, moved(c, STOPPED), None))
             continue
@@ -229,13 +287,14 @@ def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[T
             moves = memo.lease.get((state, lease))  # type: ignore[assignment]
             if moves is None:
                 moves = memo.lease[(state, lease)] = _lease_moves(world, state, lease)
-        if me.holding:
-            yield _transition(("Release", c, moved(c, _consumer((lease, False, False))), None))
+        if holding:
+            yield _transition(("Release", c, moved(c, _consumer((lease, False, False, kept))), None))
         else:
             if moves.can_get:
-                yield _transition(("Get", c, moved(c, _consumer((lease, True, False))), True))
-            yield _transition(("Ack", c, moved(c, IDLE, moves.ack.state), moves.ack.value))
-            yield _transition(("Fail", c, moved(c, IDLE, moves.fail.state), moves.fail.value))
+                yield _transition(("Get", c, moved(c, _consumer((lease, True, False, kept))), True))
+            done = _consumer((None, False, False, lease if retain else None))
+            yield _transition(("Ack", c, moved(c, done, moves.ack.state), moves.ack.value))
+            yield _transition(("Fail", c, moved(c, done, moves.fail.state), moves.fail.value))
         if moves.extend is not None:
-            yield _transition(("Extend", c, _node((moves.extend.state, consumers)), moves.extend.value))
+            yield _transition(("Extend", c, moved(c, me, moves.extend.state), moves.extend.value))
         yield _transition(("Crash", c, moved(c, IDLE), None))

@@ -2,7 +2,9 @@
 
 At the same bounds, TLC's reachable states and the Python explorer's must be
 the same set, and so must the labelled transitions ``(source, action name,
-target)``.  TLC writes its graph with ``-dump dot,actionlabels FILE``;
+target)``, where a call that answers is named by its answer (``spec_label``:
+``AckLive``/``AckStale``, ``TryPutPause``, ...), so the model's return values
+are compared too.  TLC writes its graph with ``-dump dot,actionlabels FILE``;
 ``read_dot`` reads it, ``node_of`` maps each TLC state to the model's
 ``refqueue.model.world.Node`` (strictly: an unexpected variable, key or shape
 is an error, never skipped), and ``compare`` checks the two graphs.
@@ -14,10 +16,14 @@ How the spec's variables map to the model (spec/SampleRefQueue.tla):
 * ``recs`` (a function from the ids seen) becomes the tuple of ``Rec`` in
   ``ids`` order, ``NoDeadline`` becoming ``None``;
 * ``consumers`` (a function on ``0 .. n-1``) becomes the tuple of
-  ``Consumer``; a lease record becomes ``ModelLease`` with the model's epoch,
-  ``NoLease`` becomes ``None``;
-* ``completed`` (the dedup window) is not in the spec: the closed world puts
-  each sample once, so the model's stays ``()`` (checked: ``dedup_window``
+  ``Consumer``; a lease record (held or kept) becomes ``ModelLease`` with the
+  model's epoch, ``NoLease`` becomes ``None``;
+* ``producers`` (a function on ``0 .. n-1``) becomes the tuple of the ids
+  they put (``NoSample`` becoming ``None``), ``produced`` the node's
+  ``produced``, and ``parked`` (a set of ids) the state's sorted ``(id,
+  nbytes)`` pairs; ``faults`` must be 0 (no fault budget in agreement);
+* ``completed`` (the dedup window) is not in the spec: the closed world has
+  no dedup window, so the model's stays ``()`` (checked: ``dedup_window``
   must be 0).
 
 Self-loops are ignored on both sides (neither side should have any).  On a
@@ -39,15 +45,19 @@ from refqueue.model.state import ModelLease, Rec, State
 from refqueue.model.world import Consumer, Node, World, initial_node
 from refqueue.spec_check.values import ModelValue, TlaValueError, parse_state
 
-__all__ = ["AgreementError", "AgreementResult", "DotGraph", "read_dot", "node_of", "compare", "check"]
+__all__ = ["AgreementError", "AgreementResult", "DotGraph", "read_dot", "node_of", "spec_label", "compare", "check"]
 
 SPEC_VARIABLES = frozenset(
-    {"now", "closed", "paused", "pending", "ids", "recs", "resident_bytes", "resident_count", "dead", "consumers"}
+    {
+        "now", "closed", "paused", "pending", "ids", "recs", "resident_bytes", "resident_count", "dead",
+        "parked", "consumers", "producers", "produced", "faults",
+    }
 )
 REC_FIELDS = ("status", "incarnation", "deliveries", "redeliveries", "deadline", "resident", "nbytes")
 LEASE_FIELDS = frozenset({"sample_id", "incarnation", "redelivery_count"})
-CONSUMER_FIELDS = frozenset({"lease", "holding", "stopped"})
+CONSUMER_FIELDS = frozenset({"lease", "holding", "stopped", "kept"})
 NO_LEASE = ModelValue("NoLease")
+NO_SAMPLE = ModelValue("NoSample")
 NO_DEADLINE = ModelValue("NoDeadline")
 
 
@@ -171,24 +181,26 @@ def _rec(value: object, sid: str) -> Rec:
     )
 
 
+def _lease(lease: object, what: str, epoch: str) -> ModelLease | None:
+    if lease == NO_LEASE:
+        return None
+    _want(isinstance(lease, dict) and set(lease) == LEASE_FIELDS, what, lease)
+    _want(type(lease["sample_id"]) is str, f"{what}.sample_id", lease)  # type: ignore[index]
+    return ModelLease(
+        epoch,
+        lease["sample_id"],  # type: ignore[index]
+        _nat(lease["incarnation"], f"{what}.incarnation"),  # type: ignore[index]
+        _nat(lease["redelivery_count"], f"{what}.redelivery_count"),  # type: ignore[index]
+    )
+
+
 def _consumer(value: object, c: int, epoch: str) -> Consumer:
     _want(isinstance(value, dict) and set(value) == CONSUMER_FIELDS, f"consumers[{c}] (a record)", value)
-    lease = value["lease"]  # type: ignore[index]
-    if lease == NO_LEASE:
-        model_lease = None
-    else:
-        _want(isinstance(lease, dict) and set(lease) == LEASE_FIELDS, f"consumers[{c}].lease", lease)
-        _want(type(lease["sample_id"]) is str, f"consumers[{c}].lease.sample_id", lease)  # type: ignore[index]
-        model_lease = ModelLease(
-            epoch,
-            lease["sample_id"],  # type: ignore[index]
-            _nat(lease["incarnation"], f"consumers[{c}].lease.incarnation"),  # type: ignore[index]
-            _nat(lease["redelivery_count"], f"consumers[{c}].lease.redelivery_count"),  # type: ignore[index]
-        )
     return Consumer(
-        model_lease,
+        _lease(value["lease"], f"consumers[{c}].lease", epoch),  # type: ignore[index]
         _bool(value["holding"], f"consumers[{c}].holding"),  # type: ignore[index]
         _bool(value["stopped"], f"consumers[{c}].stopped"),  # type: ignore[index]
+        _lease(value["kept"], f"consumers[{c}].kept", epoch),  # type: ignore[index]
     )
 
 
@@ -220,6 +232,7 @@ def node_of(state: dict[str, object], world: World) -> Node:
         resident_count=_nat(state["resident_count"], "resident_count"),
         dead=dead,  # type: ignore[arg-type]
         completed=(),
+        parked=_parked(state["parked"], recs),
     )
     consumers = _function(state["consumers"], "consumers")
     _want(
@@ -228,7 +241,30 @@ def node_of(state: dict[str, object], world: World) -> Node:
         sorted(consumers, key=str),
     )
     epoch = world.cfg.epoch
-    return Node(model_state, tuple(_consumer(consumers[c], c, epoch) for c in range(world.consumers)))
+    producers = _function(state["producers"], "producers")
+    _want(
+        set(producers) == set(range(world.producers)),
+        f"producers (a function on 0..{world.producers - 1}, the world's producer indices)",
+        sorted(producers, key=str),
+    )
+    held = []
+    for p in range(world.producers):
+        sid = producers[p]
+        _want(sid == NO_SAMPLE or type(sid) is str, f"producers[{p}] (an id or NoSample)", sid)
+        held.append(None if sid == NO_SAMPLE else sid)
+    _want(state["faults"] == 0, "faults (0: the agreement configs have no fault budget)", state["faults"])
+    return Node(
+        model_state,
+        tuple(_consumer(consumers[c], c, epoch) for c in range(world.consumers)),
+        tuple(held),
+        _nat(state["produced"], "produced"),
+    )
+
+
+def _parked(value: object, recs: dict) -> tuple[tuple[str, int], ...]:
+    """The spec's set of parked ids as the model's sorted (id, nbytes) pairs."""
+    _want(isinstance(value, frozenset) and all(type(x) is str and x in recs for x in value), "parked (a set of ids)", value)
+    return tuple(sorted((sid, _nat(recs[sid]["nbytes"], f"recs[{sid!r}].nbytes")) for sid in value))  # type: ignore[union-attr]
 
 
 # -- comparing the graphs -------------------------------------------------------
@@ -255,9 +291,32 @@ class AgreementResult:
         )
 
 
+_ANSWERED = frozenset({"Ack", "Fail", "AckCopy", "FailCopy"})
+
+
+def spec_label(action: str, value: object) -> str:
+    """The spec's name for a model transition: calls that answer something
+    are split by the answer the model gave (``Ack`` that returned True is
+    ``AckLive``, False ``AckStale``; a put step is named by whether it
+    enqueued and which callback it fired), so comparing labels compares the
+    model's return values with the spec's classification of the step."""
+    if action in _ANSWERED:
+        return action + ("Live" if value is True else "Stale")
+    if action == "TryPut":
+        events = getattr(value, "events", ())
+        enqueued = getattr(value, "enqueued", None)
+        if "resume" in events:
+            return "TryPutResume" if enqueued else "TryPutResumePark"
+        if "pause" in events:
+            return "TryPutPauseEnqueue" if enqueued else "TryPutPause"
+        return "TryPutEnqueue" if enqueued else "TryPutPark"
+    return action
+
+
 def _lease_text(me: Consumer) -> str:
     lease = "-" if me.lease is None else f"{me.lease.sample_id}#{me.lease.incarnation}.{me.lease.redelivery_count}"
-    return lease + ("+data" if me.holding else "") + (" stopped" if me.stopped else "")
+    kept = "" if me.kept is None else f" kept={me.kept.sample_id}#{me.kept.incarnation}.{me.kept.redelivery_count}"
+    return lease + ("+data" if me.holding else "") + (" stopped" if me.stopped else "") + kept
 
 
 def _short(value: object) -> str:
@@ -282,7 +341,11 @@ def _describe(node: Node) -> str:
         )
     if s.dead:
         parts.append(f"dead={[list(d) for d in s.dead]}")
+    if s.parked:
+        parts.append(f"parked={[list(p) for p in s.parked]}")
     parts.extend(f"c{c}:{_lease_text(me)}" for c, me in enumerate(node.consumers))
+    parts.extend(f"p{p}:{sid or '-'}" for p, sid in enumerate(node.producers))
+    parts.append(f"produced={node.produced}")
     return " ".join(parts)
 
 
@@ -307,6 +370,9 @@ def _changes(src: Node, dst: Node) -> str:
     for c, (x, y) in enumerate(zip(src.consumers, dst.consumers)):
         if x != y:
             out.append(f"c{c} {_lease_text(x)} -> {_lease_text(y)}")
+    for p, (x, y) in enumerate(zip(src.producers, dst.producers)):
+        if x != y:
+            out.append(f"p{p} {x or '-'} -> {y or '-'}")
     return ", ".join(out) or "nothing"
 
 
@@ -368,13 +434,14 @@ def compare(world: World, dot: DotGraph, graph: StateGraph | None = None) -> Agr
 
     py_out: dict[int, dict[tuple[str, Node], str]] = {}
     py_transitions = 0
-    for src, action, arg, dst, _ in graph.edges:
+    for src, action, arg, dst, value in graph.edges:
         if src == dst:
             continue
         bucket2 = py_out.setdefault(src, {})
-        key = (action, graph.nodes[dst])
+        label = spec_label(action, value)
+        key = (label, graph.nodes[dst])
         if key not in bucket2:
-            bucket2[key] = action if arg is None else f"{action}({arg})"
+            bucket2[key] = label if arg is None else f"{label}({arg})"
             py_transitions += 1
 
     result = AgreementResult(True, len(graph.nodes), py_transitions, len(node_by_fp), tlc_transitions)
