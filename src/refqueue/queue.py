@@ -8,13 +8,13 @@ it.  Thread-safe for any number of producer and consumer threads.
 
 Design notes
 ------------
-* **One lock, two conditions.**  ``_ready`` wakes consumers blocked in
-  ``acquire``; ``_room`` wakes producers blocked in ``put_blocks_until_below``.
-  The locking rule and what notifies each condition are stated in
-  ``__init__``.  Methods named ``_*_nowait`` (and the helpers they call) are
-  the only code that changes state, always with the lock held; the blocking
-  methods are ``while predicate: cond.wait(remaining)`` loops on a
-  ``time.monotonic`` deadline around them.
+* **One lock, two named conditions.**  ``_ready`` wakes consumers blocked
+  in ``acquire``; ``_room`` wakes producers blocked in
+  ``put_blocks_until_below``.  The locking rule and when each condition is
+  notified are stated in ``__init__``.  Methods named ``_*_nowait`` (and the
+  helpers they call) are the only code that changes state, always with the
+  lock held; the blocking methods are ``while predicate:
+  cond.wait(remaining)`` loops on a ``time.monotonic`` deadline around them.
 * **Costs.**  ``put``, ``acquire``, ``ack``, ``fail`` are O(1) (plus the O(log
   n) push of the deadline heap on acquire and extend): pending samples are a
   deque (fail and reclaim append at the tail, as the model does), live
@@ -42,6 +42,24 @@ Design notes
   callback's exception propagates out of the call that delivered it, after
   the transition committed; the transitions behind it stay queued for the
   next delivery.
+* **Backpressure that cannot deadlock (D8).**  The hysteresis reads the
+  *effective* residency ``max(0, resident_bytes - parked_bytes)``, where
+  ``_parked_bytes`` is the sum of ``estimated_bytes`` of the refs whose
+  producers are inside ``put_blocks_until_below`` (the stepping ref's own
+  included): data a blocked producer holds can only leave the store once it
+  is admitted, so counting it against the watermarks is what let producers
+  pause one another forever.  A ref is parked in the critical section of its
+  call's first step and unparked in the step that enqueues it, in the step
+  that rejects it, or in the call's ``finally`` (``PutAborted``, an
+  exception from ``abort_when`` or a callback, ``KeyboardInterrupt``).  A
+  step admits the ref when not paused afterwards, *or* when the queue holds
+  no work (nothing pending, nothing leased: no consumer could ever free a
+  byte); in that case the pause stands.  Hence the bound: bytes of work
+  admitted by blocking puts stay ``< high + largest sample``, residency
+  ``< high + (producers + 1) x largest`` plus orphans (data of puts that
+  never completed); and the liveness: a blocked producer is admitted as
+  soon as the queue holds no work, whatever the producers, sample sizes and
+  orphans.  A resume wakes every blocked producer.
 * **Time.**  Lease deadlines read the injected ``clock`` (default
   ``MonotonicClock``); ``poll_interval`` waits are real time.
 """
@@ -89,6 +107,18 @@ class _Sample:
         self.deadline: float | None = None
         self.deliveries = 0  # acquires of this incarnation
         self.redeliveries = 0  # fails + reclaims of this incarnation
+
+
+class _Parking:
+    """One ``put_blocks_until_below`` call's share of ``_parked_bytes`` (D8):
+    ``parked`` says whether ``nbytes`` is counted now.  Changed only with the
+    queue lock held."""
+
+    __slots__ = ("nbytes", "parked")
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+        self.parked = False
 
 
 class SampleRefQueue:
@@ -181,11 +211,18 @@ class SampleRefQueue:
         # Notify _ready (one waiter) whenever a ref becomes pending (put, fail,
         # reclaim), and (all waiters) whenever the queue becomes drained.
         self._ready = threading.Condition(self._lock)
-        # Notify _room (all waiters) whenever residency may have dropped (a live
-        # ack, a dead-letter) and on close; _room_generation counts those events
-        # so that a producer never misses one between its step and its wait.
+        # Notify _room (all waiters) whenever a blocked producer may now be
+        # admitted: residency may have dropped or the queue may have emptied of
+        # work (a live ack, a dead-letter), the pause flag flipped to False (a
+        # resume in another producer's step, D8), and on close.
+        # _room_generation counts those events so that a producer never misses
+        # one between its step and its wait.  A producer leaving unadmitted
+        # notifies nothing: its parked bytes only raise effective residency.
         self._room = threading.Condition(self._lock)
         self._room_generation = 0
+        # Sum of estimated_bytes of the refs parked by put_blocks_until_below
+        # calls (each call's _Parking says whether its ref is counted); >= 0.
+        self._parked_bytes = 0
         self._acquirers_waiting = 0  # threads in _ready.wait
         self._producers_waiting = 0  # threads in _room.wait
 
@@ -229,52 +266,70 @@ class SampleRefQueue:
         poll_interval: float = 0.05,
         abort_when: Callable[[], bool] | None = None,
     ) -> None:
-        """Enqueue ``ref``, blocking while the producer is paused (D4).
+        """Enqueue ``ref``, blocking while the producer is paused (D4, D8).
 
-        Each step is the model's ``try_put``: ``paused' = paused ? not
-        (resident <= low) : (resident >= high)`` against
-        ``store.health().resident_bytes``; a change calls ``on_pause`` or
-        ``on_resume`` (outside the lock); not paused: the ref is enqueued as
-        by ``put`` and the call returns.  Paused: ``abort_when()`` is asked
-        (a true answer raises ``PutAborted``, the ref not enqueued), then the
-        producer waits until an ack, a dead-letter or ``close`` (or
-        ``poll_interval`` seconds) and steps again.  So ``abort_when=lambda:
-        True`` performs exactly one step.  Every step rejects as ``put`` does,
+        Each step is the model's ``try_put``.  The ref is *parked* from the
+        first step until the call returns or raises: its bytes count in
+        ``parked_bytes``.  A step computes the effective residency
+        ``max(0, store.health().resident_bytes - parked_bytes)`` (this ref's
+        own bytes included in ``parked_bytes``) and ``paused' = paused ? not
+        (effective <= low) : (effective >= high)``; a change calls
+        ``on_pause`` or ``on_resume`` (outside the lock).  The ref is
+        enqueued as by ``put`` and the call returns when not paused
+        afterwards, or when the queue holds no work (nothing pending, nothing
+        outstanding), in which case the pause stands.  Otherwise
+        ``abort_when()`` is asked (a true answer raises ``PutAborted``, the
+        ref not enqueued), then the producer waits until an ack, a
+        dead-letter, a resume, ``close`` (or ``poll_interval`` seconds) and
+        steps again.  So ``abort_when=lambda: True`` performs exactly one
+        step.  Every step rejects as ``put`` does, before parking anything,
         so a queue closed while the producer waits raises ``QueueClosed``.
-        An exception raised by a callback propagates out of the call that
+        However the call ends, the ref is no longer parked afterwards.  An
+        exception raised by a callback propagates out of the call that
         delivered it, after the step committed (the ref may be enqueued).
         ``poll_interval`` is real time: it bounds how stale a pause can get
-        when residency drops without the queue's knowledge (another queue or
-        ``gc`` on the same store).
+        when residency drops without the queue's knowledge (another queue on
+        the same store, or an orphan's data scrubbed by its owner).
+
+        Never deadlocks (D8): the producer is admitted at the latest when the
+        consumers have drained the queue, however many producers block and
+        whatever the sample sizes or orphaned data in the store.
         """
         self._check_ref("put_blocks_until_below", ref)
         poll_interval = check_seconds("put_blocks_until_below(poll_interval)", poll_interval)
         check_optional_callable(
             "put_blocks_until_below(abort_when)", abort_when, "pass a function returning True to give up"
         )
-        while True:
-            with self._lock:
-                health, generation = self._try_put_nowait(ref)
-            self._deliver_events()
-            if health is None:
-                return
-            if abort_when is not None and abort_when():
-                raise PutAborted(
-                    f"put_blocks_until_below({ref.sample_id!r}): abort_when() returned True while the "
-                    f"producer is paused (the store holds {health.resident_bytes} bytes; paused at >= "
-                    f"{self._high}, resumes at <= {self._low}); the ref was not enqueued"
-                )
-            deadline = _monotonic() + poll_interval
-            with self._lock:
-                self._producers_waiting += 1
-                try:
-                    while self._room_generation == generation and not self._closed:
-                        remaining = deadline - _monotonic()
-                        if remaining <= 0:
-                            break
-                        self._room.wait(remaining)
-                finally:
-                    self._producers_waiting -= 1
+        parking = _Parking(ref.estimated_bytes)
+        try:
+            while True:
+                with self._lock:
+                    health, effective, generation = self._try_put_nowait(ref, parking)
+                self._deliver_events()
+                if health is None:
+                    return
+                if abort_when is not None and abort_when():
+                    raise PutAborted(
+                        f"put_blocks_until_below({ref.sample_id!r}): abort_when() returned True while the "
+                        f"producer is paused (the store holds {health.resident_bytes} bytes, {effective} of "
+                        f"them not parked by blocked producers; paused at >= {self._high}, resumes at <= "
+                        f"{self._low}); the ref was not enqueued"
+                    )
+                deadline = _monotonic() + poll_interval
+                with self._lock:
+                    self._producers_waiting += 1
+                    try:
+                        while self._room_generation == generation and not self._closed:
+                            remaining = deadline - _monotonic()
+                            if remaining <= 0:
+                                break
+                            self._room.wait(remaining)
+                    finally:
+                        self._producers_waiting -= 1
+        finally:
+            if parking.parked:
+                with self._lock:
+                    self._unpark_nowait(parking)
 
     # -- consumer side -------------------------------------------------------------
 
@@ -476,6 +531,14 @@ class SampleRefQueue:
         with self._lock:
             return self._paused
 
+    @property
+    def parked_bytes(self) -> int:
+        """Sum of ``estimated_bytes`` of the refs whose producers are inside
+        ``put_blocks_until_below`` now (D8): residency the hysteresis does not
+        count.  0 when no producer is blocked."""
+        with self._lock:
+            return self._parked_bytes
+
     def pending_count(self) -> int:
         with self._lock:
             return len(self._pending)
@@ -549,27 +612,48 @@ class SampleRefQueue:
         if self._acquirers_waiting:
             self._ready.notify()
 
-    def _try_put_nowait(self, ref: SampleRef) -> tuple[StoreHealth | None, int]:
-        """Model ``try_put``: one hysteresis step.  Returns ``(None, _)`` when
-        the ref was enqueued, else the health read and the room generation
-        the producer waits on."""
-        self._check_put_nowait("put_blocks_until_below", ref.sample_id)
-        paused = self._paused
+    def _try_put_nowait(self, ref: SampleRef, parking: _Parking) -> tuple[StoreHealth | None, int, int]:
+        """Model ``try_put`` (D4, D8): one hysteresis step of the blocking put
+        that owns ``parking``.  Returns ``(None, _, _)`` when the ref was
+        enqueued (and unparked), else the health read, the effective
+        residency and the room generation the producer waits on (the ref
+        stays parked).  A rejection unparks the ref and changes nothing else.
+        """
+        try:
+            self._check_put_nowait("put_blocks_until_below", ref.sample_id)
+        except BaseException:
+            self._unpark_nowait(parking)
+            raise
+        if not parking.parked:
+            parking.parked = True
+            self._parked_bytes += parking.nbytes
         health = self._store.health()
+        effective = 0
         if self._high is not None:
-            resident = health.resident_bytes
-            if paused:
-                if resident <= self._low:  # type: ignore[operator]
-                    paused = False
+            effective = max(0, health.resident_bytes - self._parked_bytes)
+            if self._paused:
+                if effective <= self._low:  # type: ignore[operator]
+                    self._paused = False
                     self._transition("resume", health)
-            elif resident >= self._high:
-                paused = True
+                    # the other blocked producers may go now
+                    self._room_generation += 1
+                    if self._producers_waiting:
+                        self._room.notify_all()
+            elif effective >= self._high:
+                self._paused = True
                 self._transition("pause", health)
-        self._paused = paused
-        if paused:
-            return health, self._room_generation
+            if self._paused and (self._pending or self._outstanding):
+                return health, effective, self._room_generation
+            # not paused, or paused with no work left: admitted (a pause stands)
+        self._unpark_nowait(parking)
         self._put_nowait(ref)
-        return None, self._room_generation
+        return None, effective, self._room_generation
+
+    def _unpark_nowait(self, parking: _Parking) -> None:
+        """The ref of ``parking`` no longer counts as parked (idempotent)."""
+        if parking.parked:
+            self._parked_bytes -= parking.nbytes
+            parking.parked = False
 
     def _transition(self, event: str, health: StoreHealth) -> None:
         callback = self._callbacks[event]
