@@ -48,10 +48,14 @@ Design notes
   producers are inside ``put_blocks_until_below`` (the stepping ref's own
   included): data a blocked producer holds can only leave the store once it
   is admitted, so counting it against the watermarks is what let producers
-  pause one another forever.  A ref is parked in the critical section of its
-  call's first step and unparked in the step that enqueues it, in the step
-  that rejects it, or in the call's ``finally`` (``PutAborted``, an
-  exception from ``abort_when`` or a callback, ``KeyboardInterrupt``).  A
+  pause one another forever.  A step counts its own ref as parked; the ref
+  joins ``_parked_bytes`` when its producer goes to wait (after
+  ``abort_when`` said no, so a one-step call with ``abort_when=lambda:
+  True`` is one atomic model ``put_step`` and parks nothing), and leaves it
+  in the step that enqueues it, in the step that rejects it, or in the
+  call's ``finally`` (``PutAborted``, an exception from ``abort_when`` or a
+  callback, ``KeyboardInterrupt``).  Parking wakes the other waiting
+  producers: their effective residency just dropped.  A
   step admits the ref when not paused afterwards, *or* when the queue holds
   no work (nothing pending, nothing leased: no consumer could ever free a
   byte); in that case the pause stands.  Hence the bound: bytes of work
@@ -268,8 +272,8 @@ class SampleRefQueue:
     ) -> None:
         """Enqueue ``ref``, blocking while the producer is paused (D4, D8).
 
-        Each step is the model's ``try_put``.  The ref is *parked* from the
-        first step until the call returns or raises: its bytes count in
+        Each step is the model's ``try_put``.  The ref is *parked* while its
+        producer waits, until the call returns or raises: its bytes count in
         ``parked_bytes``.  A step computes the effective residency
         ``max(0, store.health().resident_bytes - parked_bytes)`` (this ref's
         own bytes included in ``parked_bytes``) and ``paused' = paused ? not
@@ -312,11 +316,22 @@ class SampleRefQueue:
                     raise PutAborted(
                         f"put_blocks_until_below({ref.sample_id!r}): abort_when() returned True while the "
                         f"producer is paused (the store holds {health.resident_bytes} bytes, {effective} of "
-                        f"them not parked by blocked producers; paused at >= {self._high}, resumes at <= "
+                        f"them not held by blocked producers; paused at >= {self._high}, resumes at <= "
                         f"{self._low}); the ref was not enqueued"
                     )
                 deadline = _monotonic() + poll_interval
                 with self._lock:
+                    if not parking.parked:
+                        # Park only now that the producer waits (a one-step call never
+                        # parks, so it is one atomic model put_step).  Parking lowers
+                        # the others' effective residency: let them step again.
+                        parking.parked = True
+                        self._parked_bytes += parking.nbytes
+                        missed = self._room_generation != generation
+                        self._room_generation += 1
+                        if self._producers_waiting:
+                            self._room.notify_all()
+                        generation = -1 if missed else self._room_generation
                     self._producers_waiting += 1
                     try:
                         while self._room_generation == generation and not self._closed:
@@ -624,13 +639,11 @@ class SampleRefQueue:
         except BaseException:
             self._unpark_nowait(parking)
             raise
-        if not parking.parked:
-            parking.parked = True
-            self._parked_bytes += parking.nbytes
         health = self._store.health()
         effective = 0
         if self._high is not None:
-            effective = max(0, health.resident_bytes - self._parked_bytes)
+            own = 0 if parking.parked else parking.nbytes  # a first step counts its ref as parked
+            effective = max(0, health.resident_bytes - self._parked_bytes - own)
             if self._paused:
                 if effective <= self._low:  # type: ignore[operator]
                     self._paused = False

@@ -30,7 +30,7 @@ def test_anchor_consumer_loop_violates_terminal_none_means_drained():
     result = explore(world, stop_on_violation=False, goals={"WorkLost": work_lost})
     assert result.verdict == "violation"
     trace = result.violations["TerminalNoneMeansDrained"]
-    assert [s.label() for s in trace] == ["Init", "StorePut(s0)", "TryPut(s0)", "Close", "Acquire(0)", "Stop(1)"]
+    assert [s.label() for s in trace] == ["Init", "StorePut(0)", "TryPut(0)", "Close", "Acquire(0)", "Stop(1)"]
     lost = result.goals["WorkLost"]
     assert all(c.stopped for c in lost[-1].node.consumers)
 
@@ -51,7 +51,7 @@ def test_a_broken_action_is_caught_with_a_shortest_trace(monkeypatch):
     result = explore(make_world(samples=1, consumers=1))
     assert result.verdict == "violation"
     trace = result.violations["RedeliveryCountsDeliveries"]
-    assert [s.label() for s in trace] == ["Init", "StorePut(s0)", "TryPut(s0)", "Acquire(0)", "Fail(0)"]
+    assert [s.label() for s in trace] == ["Init", "StorePut(0)", "TryPut(0)", "Acquire(0)", "Fail(0)"]
 
 
 def test_budget_exhaustion_is_unknown_not_ok():

@@ -54,6 +54,12 @@ BROKEN = {
         cs,
     ),
     "ResidencyMatchesContents": lambda s, cs: (s._replace(resident_bytes=s.resident_bytes - 1), cs),
+    "ResidencyWithinCapacity": lambda s, cs: (
+        with_rec(s, "c", status=M.STORED, resident=True, deliveries=0, redeliveries=0)._replace(
+            resident_bytes=20, resident_count=s.resident_count + 1
+        ),
+        cs,
+    ),
     "RedeliveryCountsDeliveries": lambda s, cs: (with_rec(s, "a", deliveries=1), cs),
     "TerminalNoneMeansDrained": lambda s, cs: (s._replace(closed=True), (cs[0], Consumer(None, False, True))),
 }
@@ -79,10 +85,12 @@ def test_delivered_past_max_is_flagged():
 
 
 def test_invariants_cover_design_names():
-    assert set(I.STATE_INVARIANTS) | set(I.TRANSITION_INVARIANTS) == {
+    assert set(I.STATE_INVARIANTS) | set(I.TRANSITION_INVARIANTS) | set(I.WORLD_INVARIANTS) == {
         "TypeOK", "PendingAndLeasedDisjoint", "AtMostOneLiveLeasePerSample", "NoScrubBeforeAck",
-        "NothingResidentAfterAck", "ResidencyMatchesContents", "RedeliveryCountsDeliveries",
-        "TerminalNoneMeansDrained", "StaleOpsChangeNothing", "PauseOnlyAtHigh", "ResumeOnlyAtLow", "NoFlapping",
+        "NothingResidentAfterAck", "ResidencyMatchesContents", "ResidencyWithinCapacity",
+        "RedeliveryCountsDeliveries", "TerminalNoneMeansDrained", "StaleOpsChangeNothing", "PauseOnlyAtHigh",
+        "ResumeOnlyAtLow", "NoFlapping", "CompletionIsAbsorbing", "LeaseLiveUntilDeadline", "BackpressureBound",
+        "NoStuckProducer",
     }
 
 
@@ -92,33 +100,33 @@ def test_invariants_cover_design_names():
 def test_stale_ops_change_nothing_flags_a_stale_op_that_changed_state():
     s, _ = good()
     changed = s._replace(now=s.now + 1)
-    assert I.StaleOpsChangeNothing(C, s, s, "Ack", False)
-    assert I.StaleOpsChangeNothing(C, s, changed, "Ack", True)
-    assert not I.StaleOpsChangeNothing(C, s, changed, "Ack", False)
-    assert not I.StaleOpsChangeNothing(C, s, changed, "Fail", False)
+    assert I.StaleOpsChangeNothing(C, s, s, "Ack", 0, False)
+    assert I.StaleOpsChangeNothing(C, s, changed, "Ack", 0, True)
+    assert not I.StaleOpsChangeNothing(C, s, changed, "Ack", 0, False)
+    assert not I.StaleOpsChangeNothing(C, s, changed, "Fail", 0, False)
 
 
 def test_pause_only_at_high_flags_an_early_pause():
     low = M.initial_state()._replace(resident_bytes=7)
-    assert not I.PauseOnlyAtHigh(C, low, low._replace(paused=True), "TryPut", None)
+    assert not I.PauseOnlyAtHigh(C, low, low._replace(paused=True), "TryPut", "x", None)
     at = low._replace(resident_bytes=8)
-    assert I.PauseOnlyAtHigh(C, at, at._replace(paused=True), "TryPut", None)
+    assert I.PauseOnlyAtHigh(C, at, at._replace(paused=True), "TryPut", "x", None)
 
 
 def test_resume_only_at_low_flags_an_early_resume():
     paused = M.initial_state()._replace(paused=True, resident_bytes=5)
-    assert not I.ResumeOnlyAtLow(C, paused, paused._replace(paused=False), "TryPut", None)
+    assert not I.ResumeOnlyAtLow(C, paused, paused._replace(paused=False), "TryPut", "x", None)
     at = paused._replace(resident_bytes=4)
-    assert I.ResumeOnlyAtLow(C, at, at._replace(paused=False), "TryPut", None)
+    assert I.ResumeOnlyAtLow(C, at, at._replace(paused=False), "TryPut", "x", None)
 
 
 def test_no_flapping_flags_an_empty_band():
     flat = M.make_config(visibility_timeout=5, store_high_watermark_bytes=5, store_low_watermark_bytes=4)
     flat = flat._replace(low=5)  # what an unvalidated low == high would do
     paused = M.initial_state()._replace(paused=True, resident_bytes=5)
-    assert I.ResumeOnlyAtLow(flat, paused, paused._replace(paused=False), "TryPut", None)
-    assert not I.NoFlapping(flat, paused, paused._replace(paused=False), "TryPut", None)
-    assert I.NoFlapping(C, paused._replace(resident_bytes=4), paused._replace(paused=False, resident_bytes=4), "TryPut", None)
+    assert I.ResumeOnlyAtLow(flat, paused, paused._replace(paused=False), "TryPut", "x", None)
+    assert not I.NoFlapping(flat, paused, paused._replace(paused=False), "TryPut", "x", None)
+    assert I.NoFlapping(C, paused._replace(resident_bytes=4), paused._replace(paused=False, resident_bytes=4), "TryPut", "x", None)
 
 
 def test_a_dead_lettered_id_put_again_is_not_a_violation():
@@ -134,3 +142,50 @@ def test_a_dead_lettered_id_put_again_is_not_a_violation():
     assert I.violated(c, out.state) == []
     s = A.dead_letter(c, out.state, out.value, "poison").state
     assert I.violated(c, s) == []
+
+
+def test_pause_and_resume_judge_the_effective_residency():
+    """D8: the bytes of refs parked in blocking puts, the stepping ref's own
+    included, do not count against the watermarks."""
+    s = M.initial_state()._replace(resident_bytes=10, parked=(("p", 3),))
+    s = A.store_put(C, s._replace(resident_bytes=6), "x", 4).state  # resident 10: 3 parked, 4 own
+    assert I.effective_residency(s, "x") == 3
+    # pausing at an effective 3 (< high 8) is early, however high the store's residency
+    assert not I.PauseOnlyAtHigh(C, s, s._replace(paused=True), "TryPut", "x", None)
+    paused = s._replace(paused=True)
+    assert I.ResumeOnlyAtLow(C, paused, s, "TryPut", "x", None)
+
+
+def test_completion_is_absorbing_flags_an_acked_sample_moving_on():
+    s, _ = good()
+    assert I.CompletionIsAbsorbing(C, s, s, "Tick", None, None)
+    revived = with_rec(s, "c", status=M.PENDING, resident=True)
+    assert not I.CompletionIsAbsorbing(C, s, revived, "Fail", 0, True)
+    stored_again = A.store_put(C, s, "c", 4).state  # a new incarnation starts with a store put (D5)
+    assert I.CompletionIsAbsorbing(C, s, stored_again, "StorePut", 0, None)
+
+
+def test_lease_live_until_deadline_flags_an_early_take_back():
+    s, _ = good()  # a and b leased at now 0 with deadline 5
+    early = A._requeue(C, s, A.find(s, "b"))
+    assert not I.LeaseLiveUntilDeadline(C, s, early, "ReclaimExpired", None, 1)
+    assert I.LeaseLiveUntilDeadline(C, s, early, "Fail", 1, True)  # its holder may give it back
+    both = A._requeue(C, early, A.find(early, "a"))
+    assert not I.LeaseLiveUntilDeadline(C, s, both, "Fail", 1, True)  # one holder, one lease
+
+
+def test_backpressure_bound_and_no_stuck_producer_read_the_world():
+    from refqueue.model.world import Node, make_world
+
+    world = make_world(producers=2, samples=2, sample_bytes=1, high=2, low=1)
+    s = M.initial_state()
+    s = A.store_put(world.cfg, s, "s0", 1).state
+    s = A.store_put(world.cfg, s, "s1", 1).state
+    s = s._replace(paused=True, parked=(("s0", 1), ("s1", 1)))
+    node = Node(s, (Consumer(None, False, False),), ("s0", "s1"), 2)
+    assert I.NoStuckProducer(world, node)  # D8 admits on an empty queue
+    assert I.BackpressureBound(world, node)
+    full = s._replace(pending=("s0", "s1"), recs=tuple(r._replace(status=M.PENDING, incarnation=1) for r in s.recs))
+    assert I.BackpressureBound(world, Node(full, node.consumers, (None, None), 2))  # 2 < high 2 + largest 1
+    over = world._replace(sizes=(1, 1))._replace(cfg=world.cfg._replace(high=1))
+    assert not I.BackpressureBound(over, Node(full, node.consumers, (None, None), 2))

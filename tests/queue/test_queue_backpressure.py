@@ -248,14 +248,30 @@ def test_parked_bytes_count_the_blocked_refs_and_are_released_on_put_aborted():
     seen = []
 
     def abort_when() -> bool:
+        # asked after each step that did not admit: the first time before the
+        # producer waits (nothing parked yet: a one-step call parks nothing),
+        # the second time after one poll interval spent parked
         seen.append(q.parked_bytes)
-        return True
+        return len(seen) == 2
 
     assert q.parked_bytes == 0
     with pytest.raises(PutAborted):
-        q.put_blocks_until_below(ref, abort_when=abort_when)
-    assert seen == [ref.estimated_bytes] and ref.estimated_bytes == 2 * B
+        q.put_blocks_until_below(ref, poll_interval=0.01, abort_when=abort_when)
+    assert seen == [0, ref.estimated_bytes] and ref.estimated_bytes == 2 * B
     assert q.parked_bytes == 0 and q.is_paused and q.pending_count() == 2
+
+
+def test_a_one_step_put_parks_nothing():
+    store, q, ref = _paused_queue_with_work()
+    seen = []
+
+    def abort_when() -> bool:
+        seen.append(q.parked_bytes)
+        return True
+
+    with pytest.raises(PutAborted):
+        q.put_blocks_until_below(ref, abort_when=abort_when)
+    assert seen == [0] and q.parked_bytes == 0 and q.is_paused
 
 
 class Boom(Exception):
@@ -266,12 +282,17 @@ class Boom(Exception):
 def test_parked_bytes_are_released_when_abort_when_raises(raised):
     store, q, ref = _paused_queue_with_work()
 
+    calls = []
+
     def abort_when() -> bool:
-        assert q.parked_bytes == ref.estimated_bytes
+        calls.append(q.parked_bytes)
+        if len(calls) == 1:
+            return False  # wait one poll interval, parked
         raise raised("stop")
 
     with pytest.raises(raised):
-        q.put_blocks_until_below(ref, abort_when=abort_when)
+        q.put_blocks_until_below(ref, poll_interval=0.01, abort_when=abort_when)
+    assert calls == [0, ref.estimated_bytes]
     assert q.parked_bytes == 0 and q.pending_count() == 2
 
 

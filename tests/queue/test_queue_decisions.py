@@ -180,61 +180,82 @@ def one_step(q, ref):
 
 
 def test_d4_hysteresis_pauses_at_high_and_resumes_only_at_low(store, stored, clock):
+    # D8: a step judges the effective residency, the store's less the stepping ref's own bytes
     events = []
     q = SampleRefQueue(store, None, 10, 4, lambda h: events.append(("pause", h.resident_bytes)),
                        lambda h: events.append(("resume", h.resident_bytes)), clock=clock)
-    assert one_step(q, stored("a", 6)) and not q.is_paused  # 6 < 10
-    assert not one_step(q, stored("b", 4))  # 10 >= high: pause
-    assert q.is_paused and events == [("pause", 10)]
-    assert not one_step(q, store.ref_of("b"))  # still 10: stays paused, no event
-    assert events == [("pause", 10)]
-    lease = q.acquire_nowait()
-    q.ack(lease)  # 4 bytes left: <= low
+    assert one_step(q, stored("a", 6)) and not q.is_paused  # effective 0
+    assert one_step(q, stored("c", 6)) and not q.is_paused  # effective 6 < 10
+    assert not one_step(q, stored("b", 4))  # effective 12 >= high: pause, work pending: wait
+    assert q.is_paused and events == [("pause", 16)]
+    assert not one_step(q, store.ref_of("b"))  # still 12: stays paused, no event
+    q.ack(q.acquire_nowait())  # effective 6: inside the band, still paused
+    assert not one_step(q, store.ref_of("b"))
+    assert events == [("pause", 16)]
+    q.ack(q.acquire_nowait())  # effective 0 <= low
     assert one_step(q, store.ref_of("b"))
-    assert not q.is_paused and events == [("pause", 10), ("resume", 4)]
+    assert not q.is_paused and events == [("pause", 16), ("resume", 4)]
     assert q.pending_count() == 1
 
 
 def test_d4_the_band_keeps_the_current_state(store, stored):
     events = []
     q = SampleRefQueue(store, None, 10, 4, lambda h: events.append("pause"), lambda h: events.append("resume"))
-    stored("big", 12)
-    assert not one_step(q, stored("x", 1))  # 13 >= 10: pause
-    store.scrub(store.ref_of("big"))  # 1 byte: resume (simulating another consumer's ack)
+    q.put(stored("w", 6))
+    stored("big", 12)  # stored, never enqueued (an orphan)
+    assert not one_step(q, stored("x", 1))  # effective 18 >= 10: pause
+    store.scrub(store.ref_of("big"))  # effective 6: in the band, stays paused
+    assert not one_step(q, store.ref_of("x"))
+    q.ack(q.acquire_nowait())  # effective 0: resume
     assert one_step(q, store.ref_of("x"))
-    stored("mid", 6)  # 7 bytes: in the band, not paused -> stays unpaused
+    stored("mid", 6)  # effective 7: in the band, not paused -> stays unpaused
     assert one_step(q, stored("y", 0))
     assert events == ["pause", "resume"]
 
 
 def test_d4_the_plain_put_ignores_and_keeps_the_pause_flag(store, stored):
     q = SampleRefQueue(store, None, 10, 4)
+    q.put(stored("w", 1))
     stored("big", 20)
     assert not one_step(q, stored("a", 1)) and q.is_paused
     q.put(store.ref_of("a"))  # a plain put never looks at backpressure
-    assert q.is_paused and q.pending_count() == 1
+    assert q.is_paused and q.pending_count() == 2
 
 
 def test_d4_mixed_pair_uses_queue_high_and_store_low(stored):
     store = BytesStore(high_watermark_bytes=100, low_watermark_bytes=3)
     events = []
     q = SampleRefQueue(store, high_watermark_bytes=8, on_pause=lambda h: events.append(h.high_watermark_hit))
-    stored_ref = store.put("a", {"aux_hidden_states": b"x" * 8, "input_ids": b"", "attention_mask": b"",
-                                 "loss_mask": b""})
-    assert not one_step(q, stored_ref)  # 8 >= queue high 8, though the store's own flag says no
+
+    def put(sample_id, nbytes):
+        return store.put(sample_id, {"aux_hidden_states": b"x" * nbytes, "input_ids": b"", "attention_mask": b"",
+                                     "loss_mask": b""})
+
+    q.put(put("w", 8))
+    assert not one_step(q, put("a", 1))  # effective 8 >= queue high 8, though the store's own flag says no
     assert events == [False]
 
 
 def test_d4_abort_message_names_the_residency_and_the_band(store, stored):
     q = SampleRefQueue(store, None, 10, 4)
+    q.put(stored("w", 1))
     stored("big", 11)
     ref = stored("a", 1)
     with pytest.raises(PutAborted, match=exact(
         "put_blocks_until_below('a'): abort_when() returned True while the producer is paused (the store "
-        "holds 12 bytes; paused at >= 10, resumes at <= 4); the ref was not enqueued"
+        "holds 13 bytes, 12 of them not held by blocked producers; paused at >= 10, resumes at <= 4); the "
+        "ref was not enqueued"
     )):
         q.put_blocks_until_below(ref, abort_when=lambda: True)
-    assert q.pending_count() == 0 and PutAborted.KIND == "aborted"
+    assert q.pending_count() == 1 and PutAborted.KIND == "aborted"
+
+
+def test_d8_an_empty_queue_admits_while_the_pause_stands(store, stored):
+    events = []
+    q = SampleRefQueue(store, None, 10, 4, lambda h: events.append("pause"), lambda h: events.append("resume"))
+    stored("big", 12)  # an orphan nobody will ever enqueue
+    assert one_step(q, stored("a", 1))  # effective 12 >= 10: pause; but nothing is pending or leased
+    assert q.is_paused and events == ["pause"] and q.pending_count() == 1
 
 
 def test_d4_without_watermarks_never_pauses(make_queue, stored):

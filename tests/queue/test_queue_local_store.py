@@ -56,18 +56,21 @@ def test_fail_without_release_leaks_nothing_and_the_producer_resumes():
     store = LocalFeatureStore(device="cpu", high_watermark_bytes=2 * ref_bytes, low_watermark_bytes=ref_bytes)
     q = SampleRefQueue(store)
     q.put(put_sample(store, "a", 1.0))
+    q.put(put_sample(store, "c", 3.0))
     blocked = put_sample(store, "b", 2.0)
     with pytest.raises(PutAborted):
-        q.put_blocks_until_below(blocked, abort_when=lambda: True)  # 2 samples resident: paused
+        q.put_blocks_until_below(blocked, abort_when=lambda: True)  # 2 samples of work resident: paused (D8)
     lease = q.acquire_nowait()
     store.get(lease.ref)  # never released
     assert q.fail(lease) is True  # a retry, data kept
-    again = q.acquire_nowait()
-    store.get(again.ref)  # never released either
-    assert q.ack(again) is True  # the live ack scrubs regardless of open handles
-    q.put_blocks_until_below(blocked, abort_when=lambda: True)  # one sample resident: resumes
+    for _ in range(2):  # c, then a again
+        again = q.acquire_nowait()
+        store.get(again.ref)  # never released either
+        assert q.ack(again) is True  # the live ack scrubs regardless of open handles
+    assert again.ref.sample_id == "a" and again.redelivery_count == 1
+    q.put_blocks_until_below(blocked, abort_when=lambda: True)  # no work left: resumes
     assert not q.is_paused and q.pending_count() == 1
-    assert store.gc() == 2  # the handles the holders dropped are swept, nothing else
+    assert store.gc() == 3  # the handles the holders dropped are swept, nothing else
     assert store.health().sample_count == 1
 
 

@@ -155,7 +155,7 @@ class QueueMatchesModel(RuleBasedStateMachine):
 
     @rule(sid=sample_ids)
     def put_one_step(self, sid):
-        """``put_blocks_until_below(ref, abort_when=lambda: True)``: one ``try_put``."""
+        """``put_blocks_until_below(ref, abort_when=lambda: True)``: the model's ``put_step``."""
         resident = self.state.resident_bytes
         try:
             self.q.put_blocks_until_below(REFS[sid], abort_when=lambda: True)
@@ -164,7 +164,7 @@ class QueueMatchesModel(RuleBasedStateMachine):
             enqueued, kind = False, None
         except (RefQueueError, TypeError, ValueError) as exc:
             enqueued, kind = None, kind_of(exc)
-        out = A.try_put(self.cfg, self.state, sid)
+        out = A.put_step(self.cfg, self.state, sid, REFS[sid].estimated_bytes)
         if out.error is None:
             self.model_events.extend((event, resident) for event in out.value.events)
             self.step(out._replace(value=out.value.enqueued), enqueued, kind)

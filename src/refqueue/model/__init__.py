@@ -41,6 +41,7 @@ from refqueue.model.invariants import STATE_INVARIANTS, TRANSITION_INVARIANTS, v
 from refqueue.model.state import (
     ACKED,
     DEAD,
+    DROPPED,
     LEASED,
     MAX_DELIVERIES_REASON,
     PENDING,
@@ -54,7 +55,7 @@ from refqueue.model.state import (
 )
 
 __all__ = [
-    "ACKED", "DEAD", "LEASED", "PENDING", "STORED", "MAX_DELIVERIES_REASON",
+    "ACKED", "DEAD", "DROPPED", "LEASED", "PENDING", "STORED", "MAX_DELIVERIES_REASON",
     "Config", "ModelLease", "Rec", "State", "initial_state", "make_config",
     "Health", "Outcome", "Rejection", "TryPutResult",
     "store_put", "put", "try_put", "acquire", "get", "release", "ack", "fail",
