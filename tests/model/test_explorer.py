@@ -71,7 +71,15 @@ def test_cli_default_run_prints_counts_and_the_counterexample(capsys):
 def test_cli_json_and_exit_codes(capsys):
     assert main(["explore", "--samples", "2", "--no-anchor", "--json", "--quiet"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["verdict"] == "ok" and data["bounds"]["samples"] == 2 and data["distinct_states"] > 0
+    assert data["verdict"] == "ok" and data["bounds"]["samples"] == ["s0", "s1"] and data["distinct_states"] > 0
+    assert main(["explore", "--samples", "3", "--producers", "2", "--sizes", "1,3,1", "--reput", "--producer-crash",
+                 "--retain-copies", "--consumers", "1", "--high", "3", "--horizon", "1", "--no-anchor", "--json",
+                 "--quiet"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["verdict"] == "ok" and data["bounds"]["samples"] == ["s0", "s1", "s0"]
+    assert data["bounds"]["sizes"] == [1, 3, 1] and data["bounds"]["producers"] == 2
+    assert main(["explore", "--samples", "2", "--sizes", "1,2,3", "--quiet"]) == 2
+    assert "--sizes gives 3 sizes for --samples 2" in capsys.readouterr().err
     assert main(["explore", "--no-anchor", "--max-states", "100", "--quiet"]) == 3
     capsys.readouterr()
     assert main(["explore", "--low", "2", "--high", "2"]) == 2

@@ -27,14 +27,31 @@ from refqueue.model.world import Node, World, make_world
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     b = parser.add_argument_group("bounds")
-    b.add_argument("--samples", type=int, default=3, help="samples the producer makes (default 3)")
+    b.add_argument("--samples", type=int, default=3, help="samples the producers make (default 3)")
     b.add_argument("--consumers", type=int, default=2, help="consumer threads (default 2)")
+    b.add_argument("--producers", type=int, default=1, help="producer threads (default 1)")
+    b.add_argument(
+        "--sizes", type=_sizes, default=None, metavar="N,N,...",
+        help="bytes of each sample, one per sample (default: 1 byte each)",
+    )
+    b.add_argument(
+        "--reput", action="store_true",
+        help="the last production re-puts the first sample's id once it completed (D5)",
+    )
+    b.add_argument(
+        "--producer-crash", action="store_true",
+        help="producers may die between store put and queue put (orphans, collected by the environment)",
+    )
+    b.add_argument(
+        "--retain-copies", action="store_true",
+        help="consumers keep a copy of each lease they gave back and ack or fail it later (D1)",
+    )
     b.add_argument(
         "--max-deliveries", type=int, default=2, help="deliveries before dead-lettering; 0 for no limit (default 2)"
     )
     b.add_argument("--horizon", type=int, default=3, help="the clock stops at this time (default 3)")
     b.add_argument("--visibility", type=int, default=1, help="visibility timeout in clock ticks (default 1)")
-    b.add_argument("--high", type=int, default=2, help="high watermark in bytes; each sample is 1 byte (default 2)")
+    b.add_argument("--high", type=int, default=2, help="high watermark in bytes (default 2)")
     b.add_argument("--low", type=int, default=1, help="low watermark in bytes (default 1)")
     b.add_argument("--capacity", type=int, default=None, help="store capacity in bytes (default: all samples)")
     r = parser.add_argument_group("run")
@@ -46,9 +63,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of byte counts, e.g. 1,3,1") from None
+    if not sizes or any(n < 1 for n in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: every size must be >= 1 byte")
+    return sizes
+
+
 def _world(args: argparse.Namespace, anchor: bool) -> World:
+    samples: int | tuple[str, ...] = args.samples
+    if args.reput:
+        if args.samples < 2:
+            raise ValueError("--reput needs --samples >= 2 (the last production re-puts s0)")
+        samples = tuple(f"s{i}" for i in range(args.samples - 1)) + ("s0",)
+    if args.sizes is not None and len(args.sizes) != args.samples:
+        raise ValueError(f"--sizes gives {len(args.sizes)} sizes for --samples {args.samples}; give one per sample")
     return make_world(
-        samples=args.samples,
+        samples=samples,
+        sample_bytes=args.sizes or 1,
+        producers=args.producers,
+        producer_crash=args.producer_crash,
+        retain_copies=args.retain_copies,
         consumers=args.consumers,
         max_deliveries=args.max_deliveries or None,
         horizon=args.horizon,
@@ -70,9 +108,9 @@ def render_node(node: Node) -> str:
             bits += f" d={r.deliveries}"
         if r.deadline is not None:
             bits += f" dl={r.deadline}"
-        if not r.resident and r.status not in ("acked", "dead"):
+        if not r.resident and r.status not in ("acked", "dead", "dropped"):
             bits += " NOT-RESIDENT"
-        if r.resident and r.status in ("acked", "dead"):
+        if r.resident and r.status in ("acked", "dead", "dropped"):
             bits += " RESIDENT"
         samples.append(bits)
     consumers = []
@@ -85,9 +123,11 @@ def render_node(node: Node) -> str:
             held = "+data" if me.holding else ""
             consumers.append(f"c{c}:{me.lease.sample_id}#{me.lease.redelivery_count}{held}")
     flags = ",".join(f for f, on in (("closed", s.closed), ("paused", s.paused)) if on) or "open"
+    producers = [f"p{p}:{sid or 'idle'}" + ("(parked)" if any(x[0] == sid for x in s.parked) else "")
+                 for p, sid in enumerate(node.producers)]
     return (
         f"now={s.now} {flags} resident={s.resident_bytes} pending={list(s.pending)} "
-        f"[{'; '.join(samples)}] [{', '.join(consumers)}]"
+        f"[{'; '.join(samples)}] [{', '.join(consumers)}] [{', '.join(producers)}]"
     )
 
 
@@ -107,7 +147,11 @@ def _summary(name: str, world: World, result: ExploreResult) -> dict[str, Any]:
         "states_per_second": round(result.states_per_second),
         "transitions_per_second": round(result.transitions / result.seconds) if result.seconds else None,
         "bounds": {
-            "samples": len(world.samples),
+            "samples": list(world.samples),
+            "sizes": list(world.sizes),
+            "producers": world.producers,
+            "producer_crash": world.producer_crash,
+            "retain_copies": world.retain_copies,
             "consumers": world.consumers,
             "max_deliveries": world.cfg.max_deliveries,
             "horizon": world.horizon,

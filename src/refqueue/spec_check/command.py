@@ -22,6 +22,7 @@ from typing import TextIO
 
 from refqueue.spec_check.agreement import AgreementError, AgreementResult, check
 from refqueue.spec_check.manifest import ConfigEntry, ManifestError, load_manifest, mismatches
+from refqueue.spec_check.simulate import SIMULATION_MODULE, simulate
 from refqueue.spec_check.tlc import TlcRun, TlcUnavailable, find_jar, find_java, run_tlc
 
 __all__ = ["add_arguments", "run", "check_config", "ConfigReport"]
@@ -68,6 +69,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout", default=600.0, type=_positive_seconds,
         help="seconds one TLC run may take before it is stopped and reported unknown (default 600)",
     )
+    parser.add_argument(
+        "--simulate-seconds", default=None, type=_positive_seconds, metavar="S",
+        help=f"after the configs, simulate {SIMULATION_MODULE} (production-like constants) with TLC -simulate "
+        f"for S seconds (default {SIMULATE_SECONDS:g} in a full run; not run when --config or --agreement "
+        f"selects configs, unless given)",
+    )
+    parser.add_argument(
+        "--deep", action="store_true",
+        help=f"simulate for {DEEP_SIMULATE_SECONDS:g} seconds instead (a longer random search)",
+    )
+    parser.add_argument("--no-simulate", action="store_true", help="skip the simulation")
 
 
 class ConfigReport:
@@ -224,4 +236,42 @@ def run(args: argparse.Namespace) -> int:
         print(f"check-spec: {len(failed)} of {len(reports)} config(s) did not come out as manifest.json says", file=out)
         return 1
     print(f"check-spec: all {len(reports)} config(s) as manifest.json says", file=out)
+    return _simulate(args, spec_dir, java, jar, out)
+
+
+SIMULATE_SECONDS = 60.0
+DEEP_SIMULATE_SECONDS = 600.0
+
+
+def _simulate(args: argparse.Namespace, spec_dir: Path, java: str, jar: Path, out) -> int:
+    """The bounded random simulation after the configs (``refqueue.spec_check.simulate``)."""
+    seconds = args.simulate_seconds
+    if args.deep:
+        seconds = DEEP_SIMULATE_SECONDS
+    elif seconds is None and not (args.config or args.agreement):
+        seconds = SIMULATE_SECONDS
+    if args.no_simulate or seconds is None:
+        return 0
+    print(f"simulate: {SIMULATION_MODULE} with TLC -simulate for {seconds:g} s", file=out, flush=True)
+    last = [0.0]
+
+    def progress(line: str) -> None:
+        now = time.monotonic()
+        if line.startswith("Progress") and now - last[0] >= 10:
+            last[0] = now
+            print(f"    tlc: {line}", file=out, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="refqueue-simulate-") as tmp:
+        result = simulate(spec_dir, Path(tmp), seconds=seconds, workers=args.workers, java=java, jar=jar,
+                          on_line=progress)
+    print(result.summary(), file=out)
+    if result.outcome == "violation":
+        print(f"{SIMULATION_MODULE}: the behaviour TLC printed ({result.run.trace_states} states):", file=out)
+        for line in result.run.trace:
+            print(f"    {line}", file=out)
+        return 1
+    if result.outcome != "ok":
+        for line in result.run.output.splitlines()[-15:]:
+            print(f"    {line}", file=out)
+        return 1
     return 0

@@ -29,7 +29,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -213,12 +213,23 @@ def cfg_properties(path: Path) -> list[str]:
 
 
 def tlc_command(
-    java: str, jar: Path, workdir: Path, module: str, config: str, *, workers: int, dump: Path | None = None
+    java: str,
+    jar: Path,
+    workdir: Path,
+    module: str,
+    config: str,
+    *,
+    workers: int,
+    dump: Path | None = None,
+    jvm_args: Sequence[str] = (),
+    tlc_args: Sequence[str] = (),
 ) -> list[str]:
-    """The java command line for one run inside ``workdir``."""
+    """The java command line for one run inside ``workdir`` (``jvm_args``
+    before the class, ``tlc_args`` after TLC's own, e.g. ``-simulate``)."""
     cmd = [
         java,
         "-XX:+UseParallelGC",
+        *jvm_args,
         f"-Djava.io.tmpdir={workdir / 'java-tmp'}",
         "-cp",
         str(jar),
@@ -236,7 +247,7 @@ def tlc_command(
     ]
     if dump is not None:
         cmd += ["-dump", "dot,actionlabels", str(dump)]
-    return cmd + ["-config", config, module]
+    return cmd + list(tlc_args) + ["-config", config, module]
 
 
 def run_tlc(
@@ -251,6 +262,8 @@ def run_tlc(
     on_line: Callable[[str], None] | None = None,
     java: str | None = None,
     jar: Path | None = None,
+    jvm_args: Sequence[str] = (),
+    tlc_args: Sequence[str] = (),
 ) -> TlcRun:
     """Run TLC on ``spec_dir/module`` with ``spec_dir/config`` in ``workdir``
     (an empty directory the caller owns).  ``on_line`` sees every line TLC
@@ -268,7 +281,9 @@ def run_tlc(
         for path in spec_dir.glob(pattern):
             shutil.copy2(path, spec_copy / path.name)
     (workdir / "java-tmp").mkdir()
-    cmd = tlc_command(java, jar, workdir, module, config, workers=workers, dump=dump)
+    cmd = tlc_command(
+        java, jar, workdir, module, config, workers=workers, dump=dump, jvm_args=jvm_args, tlc_args=tlc_args
+    )
     start = time.monotonic()
     proc = subprocess.Popen(
         cmd, cwd=spec_copy, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8",
