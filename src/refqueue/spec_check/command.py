@@ -80,6 +80,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"simulate for {DEEP_SIMULATE_SECONDS:g} seconds instead (a longer random search)",
     )
     parser.add_argument("--no-simulate", action="store_true", help="skip the simulation")
+    parser.add_argument(
+        "--mutants", nargs="*", metavar="NAME", default=None,
+        help="instead of the configs: mutation testing, every mutant of spec/mutants.json (or these) must be "
+        "killed by TLC and by the Python explorer (refqueue.spec_check.mutants)",
+    )
 
 
 class ConfigReport:
@@ -189,6 +194,10 @@ def _select(entries: list[ConfigEntry], names: list[str] | None, agreement_only:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "mutants", None) is not None:
+        from refqueue.spec_check.mutants import run_mutants
+
+        return run_mutants(args)
     out = sys.stdout
     try:
         spec_dir = Path(args.spec_dir)

@@ -1,0 +1,779 @@
+"""Mutation testing of the spec: ``refqueue check-spec --mutants``.
+
+A property that no wrong protocol violates proves nothing.  ``spec/mutants.json``
+lists deliberate mistakes, each a textual replacement in
+``spec/SampleRefQueue.tla`` (``old`` must occur there exactly once) together
+with the configs in which TLC must *kill* it: report the named invariant or
+property violated.  For each mutant this module
+
+1. writes the mutated spec into a scratch copy of ``spec/`` (never into
+   ``spec/`` itself, and never from a hand-kept copy: the mutation is applied
+   to the current spec on every run) and runs TLC on one worker, so the search
+   is deterministic and a safety counterexample is a shortest one;
+2. applies the same mistake to the Python reference model, as a monkeypatch
+   of the function the closed world calls (``PY_PATCHES``, restored on exit),
+   and runs ``refqueue.model.explorer.explore`` on the world that mirrors the
+   config: it must report the named violation too.  A mutant whose only
+   killer is a liveness property cannot be killed by the explorer (it checks
+   safety only): its Python side is ``"liveness-only"``.
+
+A mutant *survives* when TLC finds no violation, another property, or no
+verdict in time (a timeout is never a kill).  Exit status: 0 when every mutant
+is killed by its expected property on both sides, 1 when one survives, 2 when
+the run cannot start (a bad ``mutants.json``, no java, an ``old`` text that no
+longer occurs exactly once).
+
+Configs named ``MCMut*`` exist only to kill mutants the other configs let
+survive (their bounds are too small, or the spec lacks the property).  A
+killer that fails on the unmutated spec kills nothing, so every ``MCMut*``
+config a run uses is first checked on the unmutated spec and must come out
+``ok``; configs of ``manifest.json`` are checked by plain ``refqueue
+check-spec``, and a ``counterexample`` config is refused as a killer.  The
+properties those configs add (``DeadlineWithinVisibility``, ``PendingIsFifo``,
+``PauseOnlyAtD8High``, ...) have Python twins in ``PY_EXTRA_PROPERTIES``,
+registered with the explorer only for the mutants that name them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TextIO
+
+from refqueue.spec_check.tlc import TlcRun, TlcUnavailable, find_jar, find_java, run_tlc
+
+__all__ = [
+    "MUTANTS_FILE",
+    "SPEC_FILE",
+    "LIVENESS_ONLY",
+    "MutantError",
+    "TlcKill",
+    "PythonKill",
+    "Mutant",
+    "TlcResult",
+    "PythonResult",
+    "MutantReport",
+    "load_mutants",
+    "apply_mutation",
+    "write_mutated_spec",
+    "run_tlc_kill",
+    "PY_PATCHES",
+    "PY_EXTRA_PROPERTIES",
+    "patched",
+    "run_python_kill",
+    "check_mutant",
+    "run_mutants",
+]
+
+MUTANTS_FILE = "mutants.json"
+SPEC_FILE = "SampleRefQueue.tla"
+LIVENESS_ONLY = "liveness-only"
+DEFAULT_TIMEOUT = 60.0  # seconds per TLC run and per exploration, unless mutants.json says otherwise
+
+
+class MutantError(ValueError):
+    """``mutants.json`` is malformed, or a mutation no longer applies; the message says which and how to fix it."""
+
+
+@dataclass(frozen=True)
+class TlcKill:
+    """TLC must report ``expected`` violated on ``config`` (``config.tla`` with ``config.cfg``)."""
+
+    config: str
+    expected: str
+
+    @property
+    def module(self) -> str:
+        return f"{self.config}.tla"
+
+    @property
+    def cfg(self) -> str:
+        return f"{self.config}.cfg"
+
+
+@dataclass(frozen=True)
+class PythonKill:
+    """``explore(make_world(**world))`` with the mutant's patch must report ``expected``
+    (``extra``: names of ``PY_EXTRA_PROPERTIES`` to check as well).  ``expected``
+    None records a known gap of the model's properties: the explorer is run and
+    must find nothing, ``survives`` says why (a finding, reported in the table)."""
+
+    world: dict[str, Any]
+    expected: str | None  # None: a known gap, ``survives`` says why the explorer cannot kill it
+    extra: tuple[str, ...] = ()
+    survives: str = ""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    what: str  # the mistake, in words
+    old: str
+    new: str
+    tlc: tuple[TlcKill, ...]
+    python: PythonKill | None  # None: liveness-only, the explorer cannot kill it
+    finding: str = ""  # what the mutant showed about the spec's properties or bounds
+
+    @property
+    def liveness_only(self) -> bool:
+        return self.python is None
+
+
+# -- mutants.json ------------------------------------------------------------------
+
+
+def _text(where: str, raw: dict, key: str, *, empty: bool = False) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or (not value and not empty):
+        raise MutantError(f"{where}: {key} must be a {'' if empty else 'non-empty '}string, got {value!r}")
+    return value
+
+
+def _mutant(where: str, raw: object, spec_text: str, spec_dir: Path, counterexamples: set[str]) -> Mutant:
+    if not isinstance(raw, dict):
+        raise MutantError(f"{where} must be a JSON object, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - {"name", "what", "old", "new", "tlc", "python", "finding"})
+    if unknown:
+        raise MutantError(f"{where} has unknown keys {unknown}; the known keys are name, what, old, new, tlc, python, finding")
+    name = _text(where, raw, "name")
+    where = f"{where} ({name})"
+    old, new = _text(where, raw, "old"), _text(where, raw, "new", empty=True)
+    if old == new:
+        raise MutantError(f"{where}: new equals old; a mutant must change the spec")
+    count = spec_text.count(old)
+    if count != 1:
+        raise MutantError(
+            f"{where}: its old text occurs {count} times in {SPEC_FILE}, not exactly once; the spec changed "
+            f"under the mutant: update old/new in {MUTANTS_FILE} to the spec's current text"
+        )
+    kills = raw.get("tlc")
+    if not isinstance(kills, list) or not kills:
+        raise MutantError(f"{where}: tlc must be a non-empty list of {{\"config\": ..., \"expected\": ...}}")
+    tlc: list[TlcKill] = []
+    for i, k in enumerate(kills):
+        if not isinstance(k, dict) or set(k) != {"config", "expected"}:
+            raise MutantError(f"{where}: tlc[{i}] must be {{\"config\": NAME, \"expected\": PROPERTY}}, got {k!r}")
+        kill = TlcKill(_text(f"{where} tlc[{i}]", k, "config"), _text(f"{where} tlc[{i}]", k, "expected"))
+        for path in (spec_dir / kill.module, spec_dir / kill.cfg):
+            if not path.is_file():
+                raise MutantError(f"{where}: tlc[{i}] names config {kill.config!r}, but {path} does not exist")
+        if kill.config in counterexamples:
+            raise MutantError(
+                f"{where}: tlc[{i}] names {kill.config!r}, a counterexample config of manifest.json: the unmutated "
+                f"spec already violates a property there, so a violation kills nothing; pick a config that holds"
+            )
+        tlc.append(kill)
+    py = raw.get("python")
+    python: PythonKill | None
+    if py == LIVENESS_ONLY:
+        python = None
+    elif isinstance(py, dict) and set(py) <= {"world", "expected", "extra", "survives"} and {"world", "expected"} <= set(py):
+        extra = py.get("extra", [])
+        if not isinstance(py["world"], dict) or not isinstance(extra, list):
+            raise MutantError(f"{where}: python.world must be an object of make_world arguments and python.extra a list")
+        missing = [e for e in extra if e not in PY_EXTRA_PROPERTIES]
+        if missing:
+            raise MutantError(f"{where}: python.extra names {missing}; known: {sorted(PY_EXTRA_PROPERTIES)}")
+        if py["expected"] is None:
+            survives = _text(f"{where} python", py, "survives")
+            python = PythonKill(dict(py["world"]), None, tuple(extra), survives)
+        elif "survives" in py:
+            raise MutantError(f"{where}: python.survives is only for a known gap (\"expected\": null)")
+        else:
+            python = PythonKill(dict(py["world"]), _text(f"{where} python", py, "expected"), tuple(extra))
+        if name not in PY_PATCHES:
+            raise MutantError(f"{where}: no Python patch named {name!r} in refqueue.spec_check.mutants.PY_PATCHES")
+    else:
+        raise MutantError(
+            f"{where}: python must be {{\"world\": {{...}}, \"expected\": NAME[, \"extra\": [...]]}}, "
+            f"{{\"world\": {{...}}, \"expected\": null, \"survives\": WHY}} or {LIVENESS_ONLY!r}, got {py!r}"
+        )
+    finding = raw.get("finding", "")
+    if not isinstance(finding, str):
+        raise MutantError(f"{where}: finding must be a string, got {finding!r}")
+    return Mutant(name, _text(where, raw, "what"), old, new, tuple(tlc), python, finding)
+
+
+def _counterexample_configs(spec_dir: Path) -> set[str]:
+    """The manifest's counterexample configs (read leniently: the manifest is checked elsewhere)."""
+    try:
+        data = json.loads((spec_dir / "manifest.json").read_text(encoding="utf-8"))
+        return {c["name"] for c in data["configs"] if c.get("mode") == "counterexample"}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
+def load_mutants(spec_dir: str | Path) -> tuple[list[Mutant], float]:
+    """The validated mutants of ``spec_dir/mutants.json`` and the per-run timeout in seconds."""
+    spec_dir = Path(spec_dir)
+    path = spec_dir / MUTANTS_FILE
+    spec = spec_dir / SPEC_FILE
+    for p in (path, spec):
+        if not p.is_file():
+            raise MutantError(f"{p} does not exist; pass --spec-dir with the repository's spec/")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise MutantError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("mutants"), list) or not data["mutants"]:
+        raise MutantError(f"{path} must be an object with a non-empty \"mutants\" list")
+    timeout = data.get("timeout_s", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise MutantError(f"{path}: timeout_s must be a number of seconds > 0, got {timeout!r}")
+    text = spec.read_text(encoding="utf-8")
+    counterexamples = _counterexample_configs(spec_dir)
+    mutants = [
+        _mutant(f"{MUTANTS_FILE} mutants[{i}]", raw, text, spec_dir, counterexamples)
+        for i, raw in enumerate(data["mutants"])
+    ]
+    names = [m.name for m in mutants]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise MutantError(f"{path} names {dupes} more than once; give every mutant its own name")
+    return mutants, float(timeout)
+
+
+# -- the TLC side ---------------------------------------------------------------------
+
+
+def apply_mutation(text: str, old: str, new: str) -> str:
+    """``text`` with the one occurrence of ``old`` replaced by ``new``."""
+    count = text.count(old)
+    if count != 1:
+        raise MutantError(f"the mutation's old text occurs {count} times, not exactly once: {old[:80]!r}")
+    return text.replace(old, new, 1)
+
+
+def write_mutated_spec(spec_dir: Path, mutant: Mutant | None, dest: Path) -> Path:
+    """Copy the spec's ``.tla``/``.cfg`` files into ``dest`` (created) and apply
+    ``mutant`` to the copy of ``SampleRefQueue.tla`` (``None``: leave it as it is)."""
+    dest.mkdir(parents=True, exist_ok=False)
+    for pattern in ("*.tla", "*.cfg"):
+        for path in spec_dir.glob(pattern):
+            shutil.copy2(path, dest / path.name)
+    if mutant is not None:
+        text = (spec_dir / SPEC_FILE).read_text(encoding="utf-8")
+        (dest / SPEC_FILE).write_text(apply_mutation(text, mutant.old, mutant.new), encoding="utf-8")
+    return dest
+
+
+def run_tlc_kill(
+    spec_dir: Path,
+    mutant: Mutant | None,
+    kill: TlcKill,
+    *,
+    timeout: float,
+    java: str | None = None,
+    jar: Path | None = None,
+) -> TlcRun:
+    """TLC on one worker on ``kill.config`` of the spec mutated by ``mutant``
+    (``None``: the unmutated spec), in a scratch directory."""
+    with tempfile.TemporaryDirectory(prefix="refqueue-mutant-") as tmp:
+        scratch = write_mutated_spec(spec_dir, mutant, Path(tmp) / "spec")
+        return run_tlc(scratch, kill.module, kill.cfg, Path(tmp) / "work", workers=1, timeout=timeout, java=java, jar=jar)
+
+
+# -- the Python side --------------------------------------------------------------------
+#
+# Each patch returns the (module, attribute, replacement) triples that make the
+# model commit the same mistake as the spec mutant of the same name.  They
+# replace what the closed world actually calls: refqueue.model.world calls
+# ``A.try_put``, ``A.store_put``, ``A.ack``, ``A.extend``, ``A.is_live``,
+# ``A.expired`` through the module ``A``, and the actions call ``_requeue``,
+# ``_finish``, ``is_live`` and ``expired`` as module globals, so patching the
+# module attribute reaches every caller.  The invariants keep their own
+# ``is_live`` (imported by name), so they judge with the real definition.
+
+
+def _actions() -> ModuleType:
+    from refqueue.model import actions
+
+    return actions
+
+
+def _try_put_variant(
+    *,
+    plain_threshold: bool = False,
+    pause_above_high: bool = False,
+    whole_residency: bool = False,
+    admit_when_idle: bool = True,
+    always_admit: bool = False,
+) -> Callable:
+    """``actions.try_put`` with one of its rules changed (all defaults: the real rule).
+
+    ``plain_threshold``: paused' = effective >= high, no hysteresis;
+    ``pause_above_high``: pause at effective > high; ``whole_residency``: the
+    store's residency, parked bytes included (the pre-D8 measure);
+    ``admit_when_idle=False``: no admission on a queue that holds no work;
+    ``always_admit``: no backpressure at all.
+    """
+    A = _actions()
+
+    def try_put(cfg, state, sample_id, nbytes=0):
+        bad = A._check_put(cfg, state, sample_id, "put_blocks_until_below")
+        if bad is not None:
+            return bad
+        others = tuple(p for p in state.parked if p[0] != sample_id)
+        paused = state.paused
+        events: tuple[str, ...] = ()
+        if cfg.high is not None:
+            if whole_residency:
+                measure = state.resident_bytes
+            else:
+                measure = max(0, state.resident_bytes - sum(b for _, b in others) - nbytes)
+            over = measure > cfg.high if pause_above_high else measure >= cfg.high
+            if plain_threshold or not paused:
+                after = over
+            else:
+                after = not measure <= cfg.low
+            if after != paused:
+                paused, events = after, ("pause",) if after else ("resume",)
+        admitted = always_admit or not paused or (admit_when_idle and not A._has_work(state))
+        if not admitted:
+            parked = tuple(sorted(others + ((sample_id, nbytes),)))
+            if paused != state.paused or parked != state.parked:
+                state = state._replace(paused=paused, parked=parked)
+            return A.Outcome(state, A.TryPutResult(False, events), None)
+        if paused != state.paused or others != state.parked:
+            state = state._replace(paused=paused, parked=others)
+        return A.Outcome(A.put(cfg, state, sample_id).state, A.TryPutResult(True, events), None)
+
+    return try_put
+
+
+Patch = list[tuple[ModuleType, str, Any]]
+
+
+def _patch_try_put(**rules: bool) -> Callable[[], Patch]:
+    return lambda: [(_actions(), "try_put", _try_put_variant(**rules))]
+
+
+def _patch_expired_early() -> Patch:
+    A = _actions()
+
+    def expired(state):
+        hits = [i for i, r in enumerate(state.recs) if r.deadline is not None and r.deadline <= state.now + 1]
+        hits.sort(key=lambda i: (state.recs[i].deadline, state.ids[i]))
+        return hits
+
+    return [(A, "expired", expired)]
+
+
+def _patch_store_put_no_capacity() -> Patch:
+    A = _actions()
+    real = A.store_put
+    return [(A, "store_put", lambda cfg, state, sid, nbytes: real(cfg._replace(capacity_bytes=None), state, sid, nbytes))]
+
+
+def _patch_store_put_over_resident() -> Patch:
+    A = _actions()
+    real = A.store_put
+
+    def store_put(cfg, state, sid, nbytes):
+        i = A.find(state, sid)
+        if i < 0 or not state.recs[i].resident:
+            return real(cfg, state, sid, nbytes)
+        # the resident guard is gone: write the data again over what is there
+        hidden = state._replace(recs=state.recs[:i] + (state.recs[i]._replace(resident=False),) + state.recs[i + 1 :])
+        return real(cfg, hidden, sid, nbytes)
+
+    return [(A, "store_put", store_put)]
+
+
+def _patch_is_live_ignores_status() -> Patch:
+    A = _actions()
+
+    def is_live(state, lease):
+        try:
+            rec = state.recs[state.ids.index(lease.sample_id)]
+        except ValueError:
+            return False
+        return rec.incarnation == lease.incarnation and rec.redeliveries == lease.redelivery_count
+
+    return [(A, "is_live", is_live)]
+
+
+def _patch_extend_from_old_deadline() -> Patch:
+    A = _actions()
+    real = A.extend
+
+    def extend(cfg, state, lease, seconds):
+        out = real(cfg, state, lease, seconds)
+        if out.value is not True:
+            return out
+        i = A.find(state, lease.sample_id)
+        old = state.recs[i]
+        return out._replace(state=A._with_rec(state, i, old._replace(deadline=old.deadline + seconds)))
+
+    return [(A, "extend", extend)]
+
+
+def _patch_extend_any_outstanding_lease() -> Patch:
+    from refqueue.model import world as W
+
+    A = _actions()
+    real_moves = W._lease_moves
+
+    def lease_moves(world, state, lease):
+        moves = real_moves(world, state, lease)
+        rec = A.rec_of(state, lease.sample_id)
+        if moves.extend is None and rec is not None and rec.status == A.LEASED:
+            deadline = state.now + world.cfg.visibility_timeout
+            if rec.deadline != deadline:
+                i = A.find(state, lease.sample_id)
+                moved = A._with_rec(state, i, rec._replace(deadline=deadline))
+                moves = moves._replace(extend=A.Outcome(moved, True, None))
+        return moves
+
+    return [(W, "_lease_moves", lease_moves)]
+
+
+def _patch_ack_ignores_lease_identity() -> Patch:
+    A = _actions()
+    real = A.ack
+
+    def ack(cfg, state, lease):
+        rec = A.rec_of(state, lease.sample_id)
+        if rec is None or rec.status != A.LEASED or A.is_live(state, lease):
+            return real(cfg, state, lease)
+        return A.Outcome(A._finish(cfg, state, A.find(state, lease.sample_id), A.ACKED, None), True, None)
+
+    return [(A, "ack", ack)]
+
+
+def _patch_requeue(*, count: bool = True, clear_deadline: bool = True, at_head: bool = False, early: bool = False) -> Callable[[], Patch]:
+    def patch() -> Patch:
+        A = _actions()
+        real = A._requeue
+
+        def _requeue(cfg, state, i):
+            rec = state.recs[i]
+            limit = cfg.max_deliveries
+            if early and limit is not None:
+                limit -= 1
+            if limit is not None and rec.deliveries >= limit:
+                return real(cfg._replace(max_deliveries=limit), state, i)
+            new = A.Rec(
+                A.PENDING, rec.incarnation, rec.deliveries, rec.redeliveries + (1 if count else 0),
+                None if clear_deadline else rec.deadline, rec.resident, rec.nbytes,
+            )
+            sid = state.ids[i]
+            pending = (sid,) + state.pending if at_head else state.pending + (sid,)
+            return A._with_rec(state, i, new, pending=pending)
+
+        return [(A, "_requeue", _requeue)]
+
+    return patch
+
+
+def _patch_ack_scrubs_nothing() -> Patch:
+    A = _actions()
+    real = A._finish
+
+    def _finish(cfg, state, i, status, reason):
+        if status != A.ACKED:
+            return real(cfg, state, i, status, reason)
+        rec = state.recs[i]
+        return A._with_rec(state, i, rec._replace(status=A.ACKED, deadline=None), completed=A._completed(cfg, state, state.ids[i]))
+
+    return [(A, "_finish", _finish)]
+
+
+def _patch_stop_without_drained() -> Patch:
+    from refqueue.model import explorer
+
+    real = explorer.successors
+    # a consumer stops on "acquire is None and closed", leases outstanding or not
+    return [(explorer, "successors", lambda world, node, memo=None: real(world._replace(anchor_consumer=True), node, memo))]
+
+
+def _patch_producer_crash_stays_parked() -> Patch:
+    A = _actions()
+    return [(A, "abort_put", lambda cfg, state, sid: A.Outcome(state, None, None))]
+
+
+PY_PATCHES: dict[str, Callable[[], Patch]] = {
+    "hysteresis-plain-threshold": _patch_try_put(plain_threshold=True),
+    "no-backpressure": _patch_try_put(always_admit=True),
+    "reclaim-one-tick-early": _patch_expired_early,
+    "store-put-ignores-capacity": _patch_store_put_no_capacity,
+    "is-live-ignores-status": _patch_is_live_ignores_status,
+    "extend-from-old-deadline": _patch_extend_from_old_deadline,
+    "ack-ignores-lease-identity": _patch_ack_ignores_lease_identity,
+    "fail-not-counted": _patch_requeue(count=False),
+    "whole-residency": _patch_try_put(whole_residency=True),
+    "no-admission-on-empty-queue": _patch_try_put(admit_when_idle=False),
+    "store-put-over-resident": _patch_store_put_over_resident,
+    "dead-letter-one-early": _patch_requeue(early=True),
+    "pause-strictly-above-high": _patch_try_put(pause_above_high=True),
+    "ack-scrubs-nothing": _patch_ack_scrubs_nothing,
+    "requeue-at-head": _patch_requeue(at_head=True),
+    "stop-without-drained": _patch_stop_without_drained,
+    "requeue-keeps-deadline": _patch_requeue(clear_deadline=False),
+    "extend-any-outstanding-lease": _patch_extend_any_outstanding_lease,
+    "producer-crash-stays-parked": _patch_producer_crash_stays_parked,
+}
+
+
+# The properties the MCMut configs add to the spec, for the explorer:
+# (kind, predicate) with kind "world" (world, node) or "transition"
+# (cfg, before, after, action, arg, value), as refqueue.model.invariants.
+
+
+def _deadline_within_visibility(world, node) -> bool:
+    """A live lease never runs longer than one visibility timeout from now (MCMutLease)."""
+    state = node.state
+    limit = state.now + world.cfg.visibility_timeout
+    return all(r.deadline is None or r.deadline <= limit for r in state.recs)
+
+
+def _pending_is_fifo(cfg, before, after, action, arg, value) -> bool:
+    """Delivery is FIFO: a step keeps the pending order, removes at most the
+    head and appends at the tail (MCMutLease)."""
+    old, new = before.pending, after.pending
+    return new[: len(old)] == old or (bool(old) and new == old[1:])
+
+
+def _parked_refs_are_put(world, node) -> bool:
+    """Every parked ref is the sample a producer is putting: the conjunct
+    ``parked \\subseteq ... \\cap Range(producers)`` of the spec's TypeOK, which
+    the model's TypeOK cannot state (it reads the state, not the world's producers)."""
+    return all(sid in node.producers for sid, _ in node.state.parked)
+
+
+PY_EXTRA_PROPERTIES: dict[str, tuple[str, Callable[..., bool]]] = {
+    "DeadlineWithinVisibility": ("world", _deadline_within_visibility),
+    "PendingIsFifo": ("transition", _pending_is_fifo),
+    "ParkedRefsArePut": ("world", _parked_refs_are_put),
+}
+
+
+@contextlib.contextmanager
+def patched(name: str | None, extra: tuple[str, ...] = ()) -> Iterator[None]:
+    """Inside: the model commits mutant ``name``'s mistake (``None``: none), and
+    the explorer also checks the ``extra`` properties.  Everything is restored
+    on exit."""
+    from refqueue.model import invariants
+
+    patch = PY_PATCHES[name]() if name is not None else []
+    saved = [(module, attr, getattr(module, attr)) for module, attr, _ in patch]
+    tables = {"world": invariants.WORLD_INVARIANTS, "transition": invariants.TRANSITION_INVARIANTS}
+    added: list[tuple[dict, str]] = []
+    try:
+        for module, attr, replacement in patch:
+            setattr(module, attr, replacement)
+        for prop in extra:
+            kind, pred = PY_EXTRA_PROPERTIES[prop]
+            if prop not in tables[kind]:
+                tables[kind][prop] = pred
+                added.append((tables[kind], prop))
+        yield
+    finally:
+        for table, prop in added:
+            del table[prop]
+        for module, attr, original in reversed(saved):
+            setattr(module, attr, original)
+
+
+@dataclass
+class PythonResult:
+    verdict: str  # explore's: "ok" | "violation" | "unknown"; "liveness-only" when not run
+    violated: list[str] = field(default_factory=list)
+    states: int | None = None
+    seconds: float = 0.0
+    trace: list[str] = field(default_factory=list)  # the first violation's trace labels
+    error: str = ""
+
+
+def run_python_kill(mutant: Mutant, *, max_seconds: float) -> PythonResult:
+    """``explore`` on the mutant's world with its patch in place (``liveness-only``: not run)."""
+    if mutant.python is None:
+        return PythonResult(LIVENESS_ONLY)
+    from refqueue.model.explorer import explore
+    from refqueue.model.world import make_world
+
+    try:
+        world = make_world(**mutant.python.world)
+    except (TypeError, ValueError) as exc:
+        return PythonResult("unknown", error=f"python.world is not valid for make_world: {exc}")
+    start = time.monotonic()
+    with patched(mutant.name, mutant.python.extra):
+        result = explore(world, max_seconds=max_seconds)
+    out = PythonResult(result.verdict, sorted(result.violations), result.distinct_states, time.monotonic() - start)
+    if result.verdict == "unknown":
+        out.error = result.reason
+    if mutant.python.expected is not None and mutant.python.expected in result.violations:
+        out.trace = [s.label() for s in result.violations[mutant.python.expected]]
+    return out
+
+
+# -- one mutant, and the command ----------------------------------------------------------
+
+
+@dataclass
+class TlcResult:
+    kill: TlcKill
+    run: TlcRun
+
+    @property
+    def killed(self) -> bool:
+        return self.run.outcome == "violation" and self.run.violated == self.kill.expected
+
+    @property
+    def verdict(self) -> str:
+        if self.run.outcome == "violation":
+            return self.run.violated or "?"
+        return "no error" if self.run.outcome == "ok" else "unknown"
+
+
+@dataclass
+class MutantReport:
+    mutant: Mutant
+    tlc: list[TlcResult]
+    python: PythonResult
+
+    @property
+    def python_killed(self) -> bool | None:
+        """None for a liveness-only mutant and for a known gap that still survives."""
+        if self.mutant.python is None:
+            return None
+        if self.mutant.python.expected is None:
+            return None if self.python.verdict == "ok" else False
+        return self.python.verdict == "violation" and self.mutant.python.expected in self.python.violated
+
+    @property
+    def killed(self) -> bool:
+        """Killed as mutants.json says: by TLC's expected property in every config, and
+        by the explorer's (a known gap must still survive exactly: if the explorer
+        now finds something, mutants.json needs updating)."""
+        return all(r.killed for r in self.tlc) and self.python_killed is not False
+
+
+def check_mutant(
+    spec_dir: Path, mutant: Mutant, *, timeout: float, java: str | None = None, jar: Path | None = None
+) -> MutantReport:
+    tlc = [TlcResult(k, run_tlc_kill(spec_dir, mutant, k, timeout=timeout, java=java, jar=jar)) for k in mutant.tlc]
+    return MutantReport(mutant, tlc, run_python_kill(mutant, max_seconds=timeout))
+
+
+def _python_cell(r: MutantReport) -> tuple[str, str, str, str]:
+    if r.mutant.python is None:
+        return ("liveness-only (TLC)", "-", "-", "-")
+    p = r.python
+    if p.verdict == "violation":
+        verdict = r.mutant.python.expected if r.python_killed else ",".join(p.violated)
+    else:
+        verdict = "no error" if p.verdict == "ok" else "unknown"
+    if r.mutant.python.expected is None:
+        return ("- (known gap)", verdict, f"{p.seconds:.1f}", "gap" if r.python_killed is None else "UPDATE")
+    return (r.mutant.python.expected, verdict, f"{p.seconds:.1f}", "yes" if r.python_killed else "NO")
+
+
+def _table(reports: list[MutantReport]) -> list[str]:
+    head = ("mutant", "config", "expected", "TLC verdict", "states", "seconds", "killed",
+            "python expected", "python verdict", "py s", "py killed")
+    rows = [head]
+    for r in reports:
+        py = _python_cell(r)
+        for j, t in enumerate(r.tlc):
+            states = "-" if t.run.distinct_states is None else f"{t.run.distinct_states:,}"
+            cells = (r.mutant.name if j == 0 else "", t.kill.config, t.kill.expected, t.verdict, states,
+                     f"{t.run.seconds:.1f}", "yes" if t.killed else "NO")
+            rows.append(cells + (py if j == 0 else ("",) * 4))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+
+
+def _select(mutants: list[Mutant], names: list[str]) -> list[Mutant]:
+    if not names:
+        return mutants
+    known = {m.name: m for m in mutants}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise MutantError(f"unknown mutant {unknown}; {MUTANTS_FILE} lists {sorted(known)}")
+    return [known[n] for n in dict.fromkeys(names)]
+
+
+def run_mutants(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """``refqueue check-spec --mutants [NAME ...]``: see the module docstring."""
+    out = out or sys.stdout
+    spec_dir = Path(args.spec_dir)
+    try:
+        mutants, timeout = load_mutants(spec_dir)
+        mutants = _select(mutants, list(args.mutants or []))
+        java, jar = find_java(), find_jar()
+    except (MutantError, TlcUnavailable) as exc:
+        print(f"refqueue check-spec: {exc}", file=sys.stderr)
+        return 2
+    timeout = min(timeout, float(getattr(args, "timeout", timeout)))
+    start = time.monotonic()
+    print(f"check-spec --mutants: {len(mutants)} mutant(s) of {spec_dir / SPEC_FILE}; TLC {jar}, one worker, "
+          f"{timeout:g} s per run", file=out, flush=True)
+    # A killer config that fails on the unmutated spec kills nothing.
+    baseline = sorted({k.config for m in mutants for k in m.tlc if k.config.startswith("MCMut")})
+    bad: list[str] = []
+    for config in baseline:
+        run = run_tlc_kill(spec_dir, None, TlcKill(config, "ok"), timeout=timeout, java=java, jar=jar)
+        print(f"baseline {config}: unmutated spec {run.result} ({run.distinct_states} states, {run.seconds:.1f} s)",
+              file=out, flush=True)
+        if run.outcome != "ok":
+            bad.append(f"{config}: {run.error or run.result + ' violated'}")
+    if bad:
+        print(f"check-spec --mutants: mutant-killing config(s) fail on the unmutated spec, so they prove nothing: "
+              f"{'; '.join(bad)}", file=out)
+        return 1
+    reports: list[MutantReport] = []
+    for i, mutant in enumerate(mutants, 1):
+        print(f"[{i}/{len(mutants)}] {mutant.name}: {mutant.what}", file=out, flush=True)
+        report = check_mutant(spec_dir, mutant, timeout=timeout, java=java, jar=jar)
+        for t in report.tlc:
+            print(f"    TLC {t.kill.config}: {t.verdict} ({t.run.distinct_states} states, {t.run.seconds:.1f} s), "
+                  f"expected {t.kill.expected}: {'killed' if t.killed else 'SURVIVED'}", file=out, flush=True)
+            if t.run.outcome == "unknown":
+                print(f"        {t.run.error}", file=out)
+        if mutant.python is None:
+            print("    Python: liveness-only (the explorer checks safety only)", file=out, flush=True)
+        else:
+            p = report.python
+            found = ", ".join(p.violated) if p.violated else p.verdict
+            if mutant.python.expected is None:
+                verdict = ("survives, a known gap: " + mutant.python.survives if report.python_killed is None
+                           else "the known gap is gone: update python in mutants.json")
+                expected = "nothing"
+            else:
+                verdict = "killed" if report.python_killed else "SURVIVED"
+                expected = mutant.python.expected
+            print(f"    Python explore({mutant.python.world}): {found} ({p.states} states, {p.seconds:.1f} s), "
+                  f"expected {expected}: {verdict}", file=out, flush=True)
+            if p.error:
+                print(f"        {p.error}", file=out)
+        reports.append(report)
+    print(file=out)
+    for line in _table(reports):
+        print(line, file=out)
+    print(f"total {time.monotonic() - start:.1f} s", file=out)
+    findings = [r.mutant for r in reports if r.mutant.finding or (r.mutant.python and r.mutant.python.survives)]
+    if findings:
+        print(file=out)
+        print("what the mutants showed about the spec's properties and bounds:", file=out)
+        for m in findings:
+            if m.finding:
+                print(f"    {m.name}: {m.finding}", file=out)
+            if m.python is not None and m.python.survives:
+                print(f"    {m.name} (Python model): {m.python.survives}", file=out)
+    survivors = [r.mutant.name for r in reports if not r.killed]
+    if survivors:
+        print(f"check-spec --mutants: {len(survivors)} of {len(reports)} mutant(s) SURVIVED: {', '.join(survivors)}",
+              file=out)
+        return 1
+    print(f"check-spec --mutants: all {len(reports)} mutant(s) killed by their expected properties", file=out)
+    return 0
