@@ -4,7 +4,11 @@ Each one subclasses the builtin that code written against the seed API
 already catches (``RuntimeError`` for a closed queue, ``KeyError`` for a
 missing sample, ``MemoryError`` for a full store), so that catching the
 builtin keeps working, and ``RefQueueError`` so that one ``except`` catches
-everything the library raises on purpose.
+everything the library raises on purpose.  Where refqueue raised one builtin
+and the seed another for the same mistake, the class subclasses both
+(``ForeignRef`` is a ``ValueError`` and a ``KeyError``;
+``TensorOnControlPlane`` a ``ValueError`` and a ``TypeError``), so code
+written against either keeps catching it.
 
 The reference model does not import this module: it reports the *kind* of a
 rejected call as a short string (``"closed"``, ``"duplicate"``, ...), and the
@@ -24,6 +28,9 @@ __all__ = [
     "SampleMissing",
     "StoreFull",
     "RefMismatch",
+    "ForeignRef",
+    "TensorOnControlPlane",
+    "SchemaMismatch",
 ]
 
 
@@ -88,3 +95,35 @@ class RefMismatch(RefQueueError, ValueError):
     """Tensors handed to a store do not match what their ref declares."""
 
     KIND = "mismatch"
+
+
+class _PlainMessage:
+    """Mixin for ``KeyError`` subclasses: show the message, not its repr()."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ForeignRef(_PlainMessage, RefQueueError, ValueError, KeyError):
+    """A store was handed a ref (or handle) that names another store.
+
+    A ``ValueError`` (refqueue's first answer) and a ``KeyError`` (the
+    seed's: the sample is not in this store)."""
+
+    KIND = "foreign_ref"
+
+
+class TensorOnControlPlane(RefQueueError, ValueError, TypeError):
+    """A tensor or array (or something that duck-types as one) was found where
+    only tensor-free control-plane data may travel.
+
+    A ``ValueError`` (the seed's answer) and a ``TypeError`` (refqueue's first)."""
+
+    KIND = "tensor"
+
+
+class SchemaMismatch(RefQueueError, ValueError):
+    """A ``FeatureDataLoader`` leased a ref it cannot train on: another
+    algorithm, schema version or store than the loader's."""
+
+    KIND = "schema"

@@ -19,6 +19,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from refqueue.errors import TensorOnControlPlane
+
 __all__ = [
     "DTYPE_SIZES",
     "FeatureAlgorithm",
@@ -259,10 +261,14 @@ _REF_FIELDS = (
 class SampleRef:
     """A reference to one sample's features in a store: ids, shapes, sizes, no tensors.
 
-    Validated on construction: non-empty ids, a ``scheme://location`` store
-    URI, the same feature names (in the same order) in ``feature_keys`` and
-    ``feature_specs``, every feature its ``algorithm`` requires, non-negative
-    counts, and ``estimated_bytes`` equal to the sum of the specs' bytes.
+    Validated on construction: no tensor anywhere (``TensorOnControlPlane``,
+    a ``ValueError`` and a ``TypeError``), non-empty ids, a
+    ``scheme://location`` store URI, the same feature names (in the same
+    order) in ``feature_keys`` and ``feature_specs``, every feature its
+    ``algorithm`` requires, and non-negative counts.  ``estimated_bytes`` is
+    the producer's estimate, any int >= 0 (as in the seed): refs a store makes
+    carry the specs' exact total (``SampleRef.build`` computes it too), and a
+    store refuses data whose size differs from the ref it is put under.
     """
 
     sample_id: str
@@ -278,6 +284,7 @@ class SampleRef:
     draft_weight_version: str | int
 
     def __post_init__(self) -> None:
+        _check_fields_hold_no_tensor(self)
         _check_name("SampleRef", "sample_id", self.sample_id, "pass the producer's id for this sample")
         _check_name("SampleRef", "run_id", self.run_id, "pass the id of the training run")
         _check_store_uri(self.store_uri)
@@ -323,14 +330,18 @@ class SampleRef:
         _check_count("SampleRef", "schema_version", self.schema_version)
         _check_count("SampleRef", "num_tokens", self.num_tokens)
         _check_count("SampleRef", "estimated_bytes", self.estimated_bytes)
-        expected = sum(spec.nbytes for spec in specs.values())
-        if self.estimated_bytes != expected:
-            raise ValueError(
-                f"SampleRef {self.sample_id!r} has estimated_bytes={self.estimated_bytes} but its "
-                f"feature_specs add up to {expected} bytes; pass estimated_bytes={expected}"
-            )
         _check_version("target_model_version", self.target_model_version)
         _check_version("draft_weight_version", self.draft_weight_version)
+
+    def feature_names(self) -> tuple[str, ...]:
+        """The feature names, in feature order (the seed's ``feature_names()``)."""
+        return tuple(self.feature_keys)
+
+    @property
+    def specs_nbytes(self) -> int:
+        """The bytes the feature specs add up to (Σ numel × element size);
+        equal to ``estimated_bytes`` for every ref a store or ``build`` made."""
+        return sum(spec.nbytes for spec in self.feature_specs.values())
 
     # -- serialisation (JSON, never pickle) ---------------------------------
 
@@ -445,39 +456,90 @@ def _frozen_features(field: str, value: object) -> FrozenMap:
 
 
 _ARRAY_MODULES = ("torch", "numpy", "jax", "jaxlib", "cupy", "tensorflow", "mlx")
+_SCALARS = (str, bytes, int, float, bool, type(None), enum.Enum)
 
 
 def _looks_like_tensor(obj: object) -> bool:
-    if isinstance(obj, (str, bytes, int, float, bool, type(None), enum.Enum)):
+    """A tensor or array of a known array library, or anything that duck-types
+    as one: the buffer protocols (``__dlpack__``, ``__cuda_array_interface__``,
+    ``__array_interface__``), or torch's ``data_ptr`` / ``is_cuda`` /
+    a callable ``numel``.  Classes themselves, dtypes, devices and sizes are
+    not tensors."""
+    if isinstance(obj, _SCALARS) or isinstance(obj, type):
         return False
     module = type(obj).__module__ or ""
-    if module.split(".")[0] in _ARRAY_MODULES and not isinstance(obj, type):
+    if module.split(".")[0] in _ARRAY_MODULES:
         return not _is_torch_dtype(obj) and type(obj).__name__ not in ("dtype", "device", "Size")
-    return any(hasattr(obj, a) for a in ("__dlpack__", "__cuda_array_interface__", "__array_interface__"))
+    if isinstance(obj, (FeatureSpec, FrozenMap, Mapping, list, tuple, set, frozenset)):
+        return False
+    if any(hasattr(obj, a) for a in ("__dlpack__", "__cuda_array_interface__", "__array_interface__")):
+        return True
+    if hasattr(obj, "data_ptr") or hasattr(obj, "is_cuda"):
+        return True
+    return callable(getattr(obj, "numel", None))
 
 
-def assert_no_tensors(obj: object, where: str = "ref") -> None:
-    """Raise ``TypeError`` if ``obj`` holds a tensor or array anywhere inside.
+def _tensor_error(path: str, value: object) -> TensorOnControlPlane:
+    return TensorOnControlPlane(
+        f"{path} is a {type(value).__module__}.{type(value).__name__}: the control plane carries no tensors "
+        f"or arrays; put the data in a FeatureStore and pass its SampleRef"
+    )
+
+
+def _check_fields_hold_no_tensor(ref: SampleRef) -> None:
+    """The first tensor in a ref's fields (or in its feature maps) raises."""
+    for field in _REF_FIELDS:
+        value = getattr(ref, field)
+        if isinstance(value, _SCALARS):
+            continue
+        if isinstance(value, Mapping):
+            for name, item in value.items():
+                if _looks_like_tensor(name):
+                    raise _tensor_error(f"SampleRef.{field} key", name)
+                if _looks_like_tensor(item):
+                    raise _tensor_error(f"SampleRef.{field}[{name!r}]", item)
+        elif _looks_like_tensor(value):
+            raise _tensor_error(f"SampleRef.{field}", value)
+
+
+def assert_no_tensors(obj: object, where: str = "ref", *, path: str | None = None) -> None:
+    """Raise ``TensorOnControlPlane`` if ``obj`` holds a tensor or array anywhere inside.
 
     Walks mappings, sequences, sets and dataclass-like objects (``__slots__``
-    or ``__dict__``), naming the path of the first offender.
+    or ``__dict__``), naming the path of the first offender; ``path=`` (the
+    seed's name) and ``where`` both name the root.  A tensor-like is what
+    ``_looks_like_tensor`` says: a known array library's array, or anything
+    with a buffer protocol or torch's ``data_ptr`` / ``is_cuda`` / ``numel()``.
+    ``TensorOnControlPlane`` is a ``ValueError`` (as the seed raises) and a
+    ``TypeError`` (as refqueue did).  A mapping keyed by anything but ``str``
+    raises ``ValueError``: control-plane records travel as JSON, whose keys
+    are strings.
     """
+    if path is not None:
+        if not isinstance(path, str):
+            raise TypeError(f"assert_no_tensors(path={path!r}) must be a str naming the object; pass e.g. 'ref'")
+        where = path
+    elif not isinstance(where, str):
+        raise TypeError(f"assert_no_tensors(where={where!r}) must be a str naming the object; pass e.g. 'ref'")
     seen: set[int] = set()
 
     def walk(value: object, path: str) -> None:
         if _looks_like_tensor(value):
-            raise TypeError(
-                f"{path} is a {type(value).__module__}.{type(value).__name__}: the control plane "
-                f"carries no tensors or arrays; put the data in a FeatureStore and pass its SampleRef"
-            )
-        if isinstance(value, (str, bytes, int, float, bool, type(None), enum.Enum)):
+            raise _tensor_error(path, value)
+        if isinstance(value, _SCALARS):
             return
         if id(value) in seen:
             return
         seen.add(id(value))
         if isinstance(value, Mapping):
             for key, item in value.items():
-                walk(key, f"{path} key {key!r}")
+                if _looks_like_tensor(key):
+                    raise _tensor_error(f"{path} key {type(key).__name__}", key)
+                if not isinstance(key, str):
+                    raise ValueError(
+                        f"{path} has the key {key!r} ({type(key).__name__}): control-plane mappings are keyed "
+                        f"by str (they travel as JSON); use str keys, e.g. {str(key)!r}"
+                    )
                 walk(item, f"{path}[{key!r}]")
         elif isinstance(value, (list, tuple, set, frozenset)):
             for i, item in enumerate(value):
