@@ -331,7 +331,9 @@ def convoy(megabytes: int, ops: int, repeats: int, min_gets: int = 3) -> float |
 
     p99s = []
     for r in range(repeats):
-        store = LocalFeatureStore(device="cpu")
+        store = LocalFeatureStore(  # unbounded: the bench measures the queue, not the caps
+            max_samples=None, max_bytes=None, high_watermark_bytes=None, low_watermark_bytes=None, device="cpu"
+        )
         big = put(store, "big", megabytes * 1024 * 1024 // 4)
         q = SampleRefQueue(store)
         for i in range(256):

@@ -51,6 +51,11 @@ class StoreHandle:
     sample_id: str
     handle_id: int
 
+    @property
+    def store(self) -> str:
+        """The seed's name for ``store_uri``: the URI of the store that gave the handle out."""
+        return self.store_uri
+
 
 class FeatureStore(abc.ABC):
     """Where a sample's tensors live while its ref travels through the queue."""
@@ -59,6 +64,11 @@ class FeatureStore(abc.ABC):
     @abc.abstractmethod
     def uri(self) -> str:
         """``scheme://location``; every ref this store makes carries it as ``store_uri``."""
+
+    @property
+    def store_uri(self) -> str:
+        """The seed's name for ``uri``."""
+        return self.uri
 
     @property
     def high_watermark_bytes(self) -> int | None:

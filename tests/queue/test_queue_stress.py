@@ -71,7 +71,8 @@ class TensorData:
         self.store_class = LocalFeatureStore
 
     def make_store(self):
-        return self.store_class(device="cpu", high_watermark_bytes=HIGH, low_watermark_bytes=LOW)
+        # bounded by the byte watermarks only: no sample-count cap (the default caps at 64)
+        return self.store_class(device="cpu", max_samples=None, high_watermark_bytes=HIGH, low_watermark_bytes=LOW)
 
     def put(self, store, sample_id, k):
         torch = self.torch

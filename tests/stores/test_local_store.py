@@ -131,7 +131,7 @@ def test_release_never_scrubs_and_is_idempotent():
 
 
 def test_get_after_scrub_is_missing_but_the_holder_keeps_its_tensors():
-    store = LocalFeatureStore(uri="mem://a")
+    store = LocalFeatureStore(uri="mem://a", max_samples=None, max_bytes=None, high_watermark_bytes=None)
     tensors = eagle3_tensors()
     ref = put(store, "s0", tensors)
     held, handle = store.get(ref)
@@ -190,7 +190,7 @@ def test_put_of_resident_data_is_a_duplicate_and_changes_nothing():
     ref = put(store, "s0", tensors)
     before = store.health()
     with pytest.raises(DuplicateSample, match=exact(
-        "LocalFeatureStore.put('s0'): data for 's0' is already resident in 'mem://a'; a sample id is written "
+        "LocalFeatureStore.put('s0'): data for 's0' is already present in 'mem://a'; a sample id is written "
         "once per incarnation (ack or dead-letter it before putting it again)"
     )):
         put(store, "s0", eagle3_tensors(seed=5))
@@ -206,8 +206,8 @@ def test_max_samples_caps_residency():
     a = put(store, "a")
     put(store, "b")
     with pytest.raises(StoreFull, match=exact(
-        "LocalFeatureStore.put('c') would hold 3 samples, over max_samples=2; ack samples to free room or "
-        "raise max_samples"
+        "LocalFeatureStore.put('c') would exceed the sample-count cap: the store would hold 3 samples, over "
+        "max_samples=2; ack samples to free room or raise max_samples"
     )):
         put(store, "c")
     assert store.health().sample_count == 2
@@ -222,8 +222,8 @@ def test_max_bytes_allows_exactly_the_cap():
     put(store, "a")
     put(store, "b")
     with pytest.raises(StoreFull, match=exact(
-        f"LocalFeatureStore.put('c') of {size} bytes would hold {3 * size} bytes, over max_bytes={2 * size + 1}; "
-        f"ack samples to free room or raise max_bytes"
+        f"LocalFeatureStore.put('c') of {size} bytes would exceed the byte cap: the store would hold {3 * size} "
+        f"bytes, over max_bytes={2 * size + 1}; ack samples to free room or raise max_bytes"
     )):
         put(store, "c")
     tiny = {"input_ids": torch.zeros(1, dtype=torch.uint8), "aux_hidden_states": torch.zeros(0),
@@ -282,7 +282,7 @@ def test_health_flags_follow_the_watermarks():
 
 
 def test_health_without_watermarks_never_flags():
-    store = LocalFeatureStore()
+    store = LocalFeatureStore(max_bytes=None, high_watermark_bytes=None, low_watermark_bytes=None)
     put(store, "s0")
     health = store.health()
     assert (health.high_watermark_hit, health.low_watermark_hit, health.capacity_bytes) == (False, False, None)

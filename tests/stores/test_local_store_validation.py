@@ -10,7 +10,7 @@ from store_helpers import META, eagle3_tensors, exact, put  # noqa: E402
 
 from refqueue.errors import RefMismatch, StoreClosed  # noqa: E402
 from refqueue.refs import FeatureSpec, SampleRef  # noqa: E402
-from refqueue.store import StoreHandle  # noqa: E402
+from refqueue.store import StoreHandle, StoreHealth  # noqa: E402
 from refqueue.stores import LocalFeatureStore  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -40,7 +40,7 @@ pytestmark = pytest.mark.torch
             "pass a positive byte count (a bool is not accepted)",
         ),
         (
-            dict(high_watermark_bytes=100),
+            dict(high_watermark_bytes=100, low_watermark_bytes=None),
             ValueError,
             "LocalFeatureStore watermarks are half set (high_watermark_bytes=100, "
             "low_watermark_bytes=None); set both or neither",
@@ -48,7 +48,7 @@ pytestmark = pytest.mark.torch
         (
             dict(high_watermark_bytes=100, low_watermark_bytes=100),
             ValueError,
-            "LocalFeatureStore(low_watermark_bytes=100) must be < high_watermark_bytes=100; "
+            "LocalFeatureStore(low_watermark_bytes=100) must be strictly less than high_watermark_bytes=100; "
             "lower low or raise high so the hysteresis band is not empty",
         ),
         (
@@ -114,6 +114,35 @@ def test_constructor_accepts_a_valid_configuration():
     assert (store.capacity_bytes, store.max_samples) == (100, 3)
     assert (store.high_watermark_bytes, store.low_watermark_bytes) == (100, 0)
     assert store.device == torch.device("cpu")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, (64, 256 << 20, 192 << 20, 64 << 20)),  # the seed's defaults
+        (dict(max_bytes=1000), (64, 1000, 750, 250)),  # 3/4 and 1/4 of the byte cap
+        (dict(max_bytes=3), (64, 3, 2, 0)),
+        (dict(max_bytes=None), (64, None, 192 << 20, 64 << 20)),
+        (dict(max_bytes=1000, high_watermark_bytes=600), (64, 1000, 600, 200)),  # low keeps the 3 : 1 ratio
+        (dict(max_bytes=100, low_watermark_bytes=10), (64, 100, 30, 10)),
+        (dict(max_bytes=100, low_watermark_bytes=40), (64, 100, 100, 40)),  # high no more than the cap
+        (dict(high_watermark_bytes=None), (64, 256 << 20, None, None)),  # watermarks off
+        (dict(max_samples=None, max_bytes=None, high_watermark_bytes=None, low_watermark_bytes=None),
+         (None, None, None, None)),  # every bound off, explicitly
+        ((8, 4096, 2048, 1024), (8, 4096, 2048, 1024)),  # the seed's positional order
+    ],
+)
+def test_caps_and_watermarks_default_to_the_seeds(kwargs, expected):
+    store = LocalFeatureStore(*kwargs) if isinstance(kwargs, tuple) else LocalFeatureStore(**kwargs)
+    assert (store.max_samples, store.capacity_bytes, store.high_watermark_bytes, store.low_watermark_bytes) == expected
+
+
+def test_a_defaulted_watermark_is_named_as_such():
+    with pytest.raises(ValueError, match=exact(
+        "LocalFeatureStore(low_watermark_bytes=100) must be strictly less than high_watermark_bytes=100 (the "
+        "default); lower low or raise high so the hysteresis band is not empty"
+    )):
+        LocalFeatureStore(max_bytes=100, low_watermark_bytes=100)
 
 
 def test_uris_are_unique_unless_given():
@@ -379,7 +408,6 @@ def test_every_call_after_close_raises_store_closed():
         "release": lambda: store.release(handle),
         "scrub": lambda: store.scrub(ref),
         "gc": store.gc,
-        "health": store.health,
     }
     for call, fn in calls.items():
         with pytest.raises(StoreClosed, match=exact(
@@ -387,3 +415,5 @@ def test_every_call_after_close_raises_store_closed():
         )):
             fn()
     assert isinstance(StoreClosed("x"), RuntimeError)  # seed code catching RuntimeError keeps working
+    # health() keeps answering (as the seed's does), so a dashboard polling it does not crash.
+    assert store.health() == StoreHealth(0, store.capacity_bytes, 0, False, True)

@@ -40,13 +40,32 @@ from typing import Any, NamedTuple
 
 import torch
 
-from refqueue.errors import DuplicateSample, RefMismatch, SampleMissing, StoreClosed, StoreFull
+from refqueue.errors import DuplicateSample, ForeignRef, RefMismatch, SampleMissing, StoreClosed, StoreFull
 from refqueue.refs import FeatureAlgorithm, FeatureSpec, SampleRef
 from refqueue.store import FeatureStore, StoreHandle, StoreHealth
 from refqueue.stores import _tensors
 from refqueue.stores._tensors import check_features, first_mismatch, resolve_device
 
-__all__ = ["LocalFeatureStore"]
+__all__ = ["LocalFeatureStore", "DEFAULT_MAX_SAMPLES", "DEFAULT_MAX_BYTES"]
+
+MiB = 1024 * 1024
+# The seed's defaults: caps and watermarks are on unless the caller turns them off.
+DEFAULT_MAX_SAMPLES = 64
+DEFAULT_MAX_BYTES = 256 * MiB
+# Watermarks nobody set: the seed's 192 MiB / 64 MiB, i.e. 3/4 and 1/4 of its
+# 256 MiB cap; with another byte cap, the same fractions of that cap.
+_NO_CAP_HIGH = 192 * MiB
+_NO_CAP_LOW = 64 * MiB
+
+
+class _Default:
+    """The value of a constructor argument the caller did not pass."""
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+_DEFAULT: Any = _Default()
 
 
 class _Resident(NamedTuple):
@@ -61,27 +80,56 @@ class _Resident(NamedTuple):
 class LocalFeatureStore(FeatureStore):
     """Tensors in this process, on ``device`` (``"cpu"`` or ``"cuda[:i]"``).
 
+    The seed's constructor, with its defaults: ``LocalFeatureStore(max_samples=64,
+    max_bytes=256 MiB, high_watermark_bytes=192 MiB, low_watermark_bytes=64 MiB)``
+    (positional in that order), plus the keywords ``device`` and ``uri``.
+
     ``max_bytes``/``max_samples`` cap what is resident (a put past a cap raises
-    ``StoreFull``); ``high_watermark_bytes``/``low_watermark_bytes`` (both or
-    neither, ``low < high <= max_bytes``) set the flags of ``health()``.
-    ``uri`` defaults to a fresh ``mem://local-<hex>``, unique per instance.
-    Thread-safe.
+    ``StoreFull``, a ``MemoryError``); ``None`` turns a cap off.  Passing
+    ``None`` for both is an explicit opt-out of every cap (the seed rejects
+    it; refqueue keeps it for the reference model's and the conformance
+    kit's unbounded store, see docs/MIGRATING.md).
+
+    ``high_watermark_bytes``/``low_watermark_bytes`` set the flags of
+    ``health()`` and so the backpressure of every queue on the store (D4).
+    A watermark not passed takes a default: with neither passed, 3/4 and 1/4
+    of ``max_bytes`` (the seed's 192 MiB / 64 MiB at its 256 MiB cap), or
+    192 MiB / 64 MiB with no byte cap; with only one passed, the other keeps
+    the seed's 3 : 1 ratio to it (``low = high // 3``; ``high = min(3 * low,
+    max_bytes)``).  ``None`` for a watermark turns watermarks off (both must
+    then be ``None`` or not passed).  The effective pair must satisfy ``low <
+    high <= max_bytes``.
+
+    ``uri`` defaults to a fresh ``mem://local-<hex>``, unique per instance
+    (``store_uri`` is the same value under the seed's name).  Thread-safe.
     """
 
     def __init__(
         self,
+        max_samples: int | None = _DEFAULT,
+        max_bytes: int | None = _DEFAULT,
+        high_watermark_bytes: int | None = _DEFAULT,
+        low_watermark_bytes: int | None = _DEFAULT,
         *,
         device: str | torch.device = "cpu",
-        max_bytes: int | None = None,
-        max_samples: int | None = None,
-        high_watermark_bytes: int | None = None,
-        low_watermark_bytes: int | None = None,
         uri: str | None = None,
     ) -> None:
         self._device = resolve_device("LocalFeatureStore(device)", device)
+        if max_samples is _DEFAULT:
+            max_samples = DEFAULT_MAX_SAMPLES
+        if max_bytes is _DEFAULT:
+            max_bytes = DEFAULT_MAX_BYTES
         _check_cap("max_bytes", max_bytes, "byte")
         _check_cap("max_samples", max_samples, "sample")
-        _check_watermarks(high_watermark_bytes, low_watermark_bytes, max_bytes)
+        defaulted = {
+            name
+            for name, value in (("high", high_watermark_bytes), ("low", low_watermark_bytes))
+            if value is _DEFAULT
+        }
+        high_watermark_bytes, low_watermark_bytes = _default_watermarks(
+            high_watermark_bytes, low_watermark_bytes, max_bytes
+        )
+        _check_watermarks(high_watermark_bytes, low_watermark_bytes, max_bytes, defaulted)
         self._uri = f"mem://local-{uuid.uuid4().hex[:12]}" if uri is None else _check_uri(uri)
         self._max_bytes = max_bytes
         self._max_samples = max_samples
@@ -212,6 +260,13 @@ class LocalFeatureStore(FeatureStore):
         problem = first_mismatch(ref, pairs)
         if problem is not None:
             raise RefMismatch(f"{call}: {problem}; pass the tensors the ref was made for")
+        if ref.estimated_bytes != ref.specs_nbytes:
+            raise RefMismatch(
+                f"{call}: the ref estimates {ref.estimated_bytes} bytes but its tensors hold "
+                f"{ref.specs_nbytes}; the store counts residency by the estimate, so put the data "
+                f"under a ref whose estimate is exact (estimated_bytes={ref.specs_nbytes}, as "
+                f"SampleRef.build computes it)"
+            )
         self._store(call, ref, pairs)
         return ref
 
@@ -223,7 +278,8 @@ class LocalFeatureStore(FeatureStore):
         and they stay valid after the sample is scrubbed.  Raises
         ``SampleMissing`` when the data is not resident, ``RefMismatch`` when
         the resident data was put under a different ref of the same id, and
-        ``ValueError`` for a ref of another store.
+        ``ForeignRef`` (a ``KeyError`` as in the seed, and a ``ValueError``)
+        for a ref of another store.
         """
         self._check_open("get")
         self._check_ref("get", ref)
@@ -242,7 +298,8 @@ class LocalFeatureStore(FeatureStore):
         """End the holder's use of what ``get`` returned.
 
         Idempotent, never scrubs, and harmless for a handle whose sample was
-        scrubbed or swept by ``gc``.  ``ValueError`` for another store's handle.
+        scrubbed or swept by ``gc``.  ``ForeignRef`` (a ``ValueError`` and a
+        ``KeyError``) for another store's handle.
         """
         self._check_open("release")
         if not isinstance(handle, StoreHandle):
@@ -251,7 +308,7 @@ class LocalFeatureStore(FeatureStore):
                 f"got {type(handle).__name__}"
             )
         if handle.store_uri != self._uri:
-            raise ValueError(
+            raise ForeignRef(
                 f"LocalFeatureStore.release got a handle of store {handle.store_uri!r}, but this "
                 f"store is {self._uri!r}; release it on the store that gave it out"
             )
@@ -278,8 +335,11 @@ class LocalFeatureStore(FeatureStore):
             return self._gc_locked()
 
     def health(self) -> StoreHealth:
-        """Occupancy from the counters: O(1), takes no lock, never waits."""
-        self._check_open("health")
+        """Occupancy from the counters: O(1), takes no lock, never waits.
+
+        After ``close()`` it reports an empty store (0 bytes, 0 samples, as
+        the seed does) instead of raising, so a dashboard polling it keeps
+        working; every other call on a closed store raises ``StoreClosed``."""
         resident, count = self._counters
         return StoreHealth(
             resident_bytes=resident,
@@ -326,7 +386,7 @@ class LocalFeatureStore(FeatureStore):
                 f"pass the ref that put() returned (or lease.ref)"
             )
         if ref.store_uri != self._uri:
-            raise ValueError(
+            raise ForeignRef(
                 f"LocalFeatureStore.{call}: ref {ref.sample_id!r} names store {ref.store_uri!r}, but "
                 f"this store is {self._uri!r}; use the store the ref names"
             )
@@ -339,7 +399,7 @@ class LocalFeatureStore(FeatureStore):
         sample_id = ref.sample_id
         if sample_id in self._samples:
             raise DuplicateSample(
-                f"{call}: data for {sample_id!r} is already resident in {self._uri!r}; a sample id "
+                f"{call}: data for {sample_id!r} is already present in {self._uri!r}; a sample id "
                 f"is written once per incarnation (ack or dead-letter it before putting it again)"
             )
         if sample_id in self._reserved:
@@ -351,13 +411,15 @@ class LocalFeatureStore(FeatureStore):
         nbytes = ref.estimated_bytes
         if self._max_bytes is not None and resident + self._reserved_bytes + nbytes > self._max_bytes:
             raise StoreFull(
-                f"{call} of {nbytes} bytes would hold {resident + self._reserved_bytes + nbytes} bytes, "
-                f"over max_bytes={self._max_bytes}; ack samples to free room or raise max_bytes"
+                f"{call} of {nbytes} bytes would exceed the byte cap: the store would hold "
+                f"{resident + self._reserved_bytes + nbytes} bytes, over max_bytes={self._max_bytes}; "
+                f"ack samples to free room or raise max_bytes"
             )
         if self._max_samples is not None and count + len(self._reserved) + 1 > self._max_samples:
             raise StoreFull(
-                f"{call} would hold {count + len(self._reserved) + 1} samples, over "
-                f"max_samples={self._max_samples}; ack samples to free room or raise max_samples"
+                f"{call} would exceed the sample-count cap: the store would hold "
+                f"{count + len(self._reserved) + 1} samples, over max_samples={self._max_samples}; "
+                f"ack samples to free room or raise max_samples"
             )
         self._reserved[sample_id] = nbytes
         self._reserved_bytes += nbytes
@@ -476,7 +538,39 @@ def _check_cap(name: str, value: object, unit: str) -> None:
         )
 
 
-def _check_watermarks(high: object, low: object, max_bytes: int | None) -> None:
+def _default_watermarks(high: object, low: object, max_bytes: object) -> tuple[object, object]:
+    """Fill in the watermarks the caller did not pass (see the class docstring).
+
+    Only fills in: a value the caller passed, ``None`` included, is returned
+    as it is, and ``_check_watermarks`` judges the pair.
+    """
+    high_given, low_given = high is not _DEFAULT, low is not _DEFAULT
+    if high_given and low_given:
+        return high, low
+    if (high_given and high is None) or (low_given and low is None):
+        return (high if high_given else None), (low if low_given else None)  # watermarks off
+    capped = isinstance(max_bytes, int) and not isinstance(max_bytes, bool)
+    if not high_given and not low_given:
+        if not capped:
+            return _NO_CAP_HIGH, _NO_CAP_LOW
+        return max(1, 3 * max_bytes // 4), max_bytes // 4  # type: ignore[operator]
+    if high_given:  # only high: low keeps the seed's 3 : 1 ratio to it
+        return high, (high // 3 if isinstance(high, int) and not isinstance(high, bool) else None)
+    # only low
+    if not isinstance(low, int) or isinstance(low, bool):
+        return None, low
+    return (min(3 * low, max_bytes) if capped else 3 * low), low  # type: ignore[type-var]
+
+
+def _check_watermarks(
+    high: object, low: object, max_bytes: int | None, defaulted: set[str] | frozenset[str] = frozenset()
+) -> None:
+    """Validate the pair; ``defaulted`` names the ones the caller did not pass
+    (``"high"``, ``"low"``), so that a message can say a value was a default."""
+
+    def shown(which: str, value: object) -> str:
+        return f"{value}" + (" (the default)" if which in defaulted else "")
+
     for name, value in (("high_watermark_bytes", high), ("low_watermark_bytes", low)):
         if value is None:
             continue
@@ -497,13 +591,14 @@ def _check_watermarks(high: object, low: object, max_bytes: int | None) -> None:
     assert isinstance(high, int) and isinstance(low, int)
     if not low < high:
         raise ValueError(
-            f"LocalFeatureStore(low_watermark_bytes={low}) must be < high_watermark_bytes={high}; "
+            f"LocalFeatureStore(low_watermark_bytes={shown('low', low)}) must be strictly less than "
+            f"high_watermark_bytes={shown('high', high)}; "
             f"lower low or raise high so the hysteresis band is not empty"
         )
     if max_bytes is not None and high > max_bytes:
         raise ValueError(
-            f"LocalFeatureStore(high_watermark_bytes={high}) exceeds max_bytes={max_bytes}, so the "
-            f"high watermark could never be hit; use high_watermark_bytes <= {max_bytes}"
+            f"LocalFeatureStore(high_watermark_bytes={shown('high', high)}) exceeds max_bytes={max_bytes}, so "
+            f"the high watermark could never be hit; use high_watermark_bytes <= {max_bytes}"
         )
 
 
