@@ -71,6 +71,7 @@ Design notes
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 import uuid
@@ -80,7 +81,15 @@ from typing import Any
 
 from refqueue._checks import check_count, check_optional_callable, check_optional_count, check_seconds, describe
 from refqueue._deadlines import DeadlineHeap
-from refqueue._leases import MAX_DELIVERIES_REASON, DeadLetter, Lease, VisibilityTimeout, mint_lease
+from refqueue._leases import (  # noqa: F401  (_next_lease_id, _lease_id_counter: the seed's module names)
+    MAX_DELIVERIES_REASON,
+    DeadLetter,
+    Lease,
+    VisibilityTimeout,
+    _lease_id_counter,
+    _next_lease_id,
+    mint_lease,
+)
 from refqueue._reclaimer import Reclaimer
 from refqueue.clock import Clock, MonotonicClock
 from refqueue.errors import DuplicateSample, ForeignLease, PutAborted, QueueClosed, ReplayedSample
@@ -88,6 +97,8 @@ from refqueue.refs import SampleRef
 from refqueue.store import FeatureStore, StoreHealth
 
 __all__ = ["SampleRefQueue", "Lease", "VisibilityTimeout", "DeadLetter", "MAX_DELIVERIES_REASON"]
+
+logger = logging.getLogger(__name__)
 
 _NOT_LEASED = -1  # _Sample.lease_id of a pending sample; minted lease ids start at 1
 _monotonic = time.monotonic
@@ -391,9 +402,13 @@ class SampleRefQueue:
         with self._lock:
             rec = self._live.get(lease.ref.sample_id)
             if rec is None or rec.lease_id != lease.lease_id:
-                return False
-            self._finish_nowait(rec, None)
-            return True
+                stale = True
+            else:
+                self._finish_nowait(rec, None)
+                return True
+        if stale:
+            logger.debug("ack of a stale lease %d of %r ignored (D1)", lease.lease_id, lease.ref.sample_id)
+        return False
 
     def fail(self, lease: Lease) -> bool:
         """The consumer gives the sample back for a retry (model: ``fail``).
@@ -408,9 +423,13 @@ class SampleRefQueue:
         with self._lock:
             rec = self._live.get(lease.ref.sample_id)
             if rec is None or rec.lease_id != lease.lease_id:
-                return False
-            self._requeue_nowait(rec)
-            return True
+                stale = True
+            else:
+                self._requeue_nowait(rec)
+                return True
+        if stale:
+            logger.debug("fail of a stale lease %d of %r ignored (D1)", lease.lease_id, lease.ref.sample_id)
+        return False
 
     def dead_letter(self, lease: Lease, reason: str) -> bool:
         """The consumer declares the sample poison (model: ``dead_letter``).
@@ -786,8 +805,8 @@ def _effective_watermarks(
     if high is not None and low is not None:
         if not low < high:
             raise ValueError(
-                f"the effective low watermark {low} ({low_from}) must be < the effective high "
-                f"watermark {high} ({high_from}); lower low_watermark_bytes or raise high_watermark_bytes"
+                f"the effective low watermark {low} ({low_from}) must be strictly less than the effective "
+                f"high watermark {high} ({high_from}); lower low_watermark_bytes or raise high_watermark_bytes"
             )
         if capacity is not None and high > capacity:
             raise ValueError(

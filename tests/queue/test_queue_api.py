@@ -194,10 +194,10 @@ def test_constructor_rejects_bad_arguments(kwargs, error, message):
          "the effective watermark pair is half set: high=10 (queue), low=None (store); pass both "
          "high_watermark_bytes and low_watermark_bytes, or neither and configure both on the store"),
         (dict(high_watermark_bytes=10, low_watermark_bytes=5), dict(low_watermark_bytes=10),
-         "the effective low watermark 10 (queue) must be < the effective high watermark 10 (store); lower "
+         "the effective low watermark 10 (queue) must be strictly less than the effective high watermark 10 (store); lower "
          "low_watermark_bytes or raise high_watermark_bytes"),
         (dict(high_watermark_bytes=10, low_watermark_bytes=5), dict(high_watermark_bytes=4),
-         "the effective low watermark 5 (store) must be < the effective high watermark 4 (queue); lower "
+         "the effective low watermark 5 (store) must be strictly less than the effective high watermark 4 (queue); lower "
          "low_watermark_bytes or raise high_watermark_bytes"),
         (dict(capacity_bytes=8), dict(high_watermark_bytes=9, low_watermark_bytes=2),
          "the effective high watermark 9 (queue) exceeds the store's capacity_bytes=8, so the producer could "
