@@ -1,6 +1,8 @@
 """``FeatureDataLoader``: lease -> check -> get -> yield -> ack / fail.
 
-The consumer side of the pipeline as one iterable::
+The consumer side of the pipeline as one iterator.  The seed's constructor
+works as it is (``FeatureDataLoader(queue, store, algorithm=None,
+acquire_poll_interval=0.05)``), and so do refqueue's keywords::
 
     with FeatureDataLoader(queue, algorithm="eagle3", schema_version=2, prefetch=4) as loader:
         for batch in loader:                      # a Batch of up to batch_size samples
@@ -8,32 +10,56 @@ The consumer side of the pipeline as one iterable::
 
 Design notes
 ------------
-* **When a batch counts as done.**  A batch is acked when the consumer asks
-  for the next one: the body of the ``for`` loop ran to its end.  If the body
-  raises, the loop never asks again; the ``with`` block's exit (or
-  ``close()``, or the iterator being closed or garbage-collected, or
-  ``throw()`` into it) then *fails* the batch, which the queue redelivers.
-  Leaving the loop by ``break`` also fails the batch it was holding (the
-  loader cannot tell a batch that was used from one that was not, and a
-  redelivery loses nothing); call ``commit()`` before ``break`` to keep it.
-  A drained queue ends the loop with everything acked.
+* **When a batch counts as done.**  As in the seed, a batch is acked (and
+  its handles released) when the consumer pulls the next one, so a trainer
+  holds one batch across one whole step; ``consume_now()`` (or ``commit()``)
+  acks it at once.  A drained queue ends the iteration with everything acked.
+* **Close** acks the batch in hand, *unless* an exception is propagating
+  when it is called (from a ``with`` block's exit, a ``finally`` or an
+  ``except`` clause): then it fails the batch, which the queue redelivers.
+  The reason: the seed's contract is that the trainer holds exactly the
+  batch it works on and is done with it when it lets go, so an orderly
+  ``close()`` (the end of training, a ``break``) consumes it as the next
+  pull would, but a step that raised never finished its batch, and acking
+  it would lose it (D2: the ack scrubs its data).  ``close(ack=True/False)``
+  decides explicitly.  Samples prefetched but never handed out are always
+  failed.  ``close()`` also closes the queue (as the seed's does, so a
+  producer blocked in ``put_blocks_until_below`` stops with
+  ``QueueClosed``), unless the loader was made with ``close_queue=False``
+  (one of several consumers of a queue).
 * **Batches.**  Every item is a ``Batch`` of ``Sample(lease, tensors,
   handle)`` in delivery order; ``tensors`` is one dict per sample (feature
-  name -> tensor, in feature order).  Samples differ in length, so collating
-  (padding, stacking) is the consumer's.  A batch holds ``batch_size``
-  samples, or fewer when the queue had no more ready at that moment (the
-  loader never waits while holding leases to fill a batch, which could
-  outlive their visibility timeout, or deadlock on a closed queue whose last
-  samples it holds itself).
+  name -> tensor, in feature order).  A one-sample batch (``batch_size=1``,
+  the default, as the seed's loader delivers one lease at a time) also
+  exposes its features as attributes under the seed's EAGLE-3 batch names
+  (``batch.aux_hidden_states``, ``batch.input_ids``, ...; an optional
+  field the sample lacks, such as ``batch.logits``, is None).  Samples differ
+  in length, so collating larger batches (padding, stacking) is the
+  consumer's, or a ``collate`` callable's: with ``collate=f`` the loader
+  yields ``f(batch)``.  A batch holds ``batch_size`` samples, or fewer when
+  the queue had no more ready at that moment (the loader never waits while
+  holding leases to fill a batch, which could outlive their visibility
+  timeout, or deadlock on a closed queue whose last samples it holds).
 * **Stopping** (D3): on ``queue.is_drained`` only, never on a None from
   ``acquire`` with the queue merely closed.  When ``acquire`` comes back
   empty the loader calls ``queue.reclaim_expired()`` (``reclaim=True``), so a
-  crashed consumer's leases come back even with no reclaimer running.
-* **Bad refs** are dead-lettered with the reason (``queue.dead_letter``): a
-  ref of another algorithm, schema version or store, or whose data the store
-  no longer has (``SampleMissing``) or holds under another ref
-  (``RefMismatch``).  They never loop.  Any other error from ``get`` fails the
-  lease and propagates.
+  crashed consumer's leases come back even with no reclaimer running.  The
+  loader is an iterator (``iter(loader) is loader``): a second ``for`` loop
+  continues where the first stopped.
+* **Refs the consumer cannot train on.**  ``algorithm`` and
+  ``schema_version`` are optional: one not given is taken from the first ref
+  the loader leases, so one loader never mixes algorithms or schema
+  versions.  A ref of another algorithm, schema version or store is
+  dead-lettered with the reason (``queue.dead_letters()``); then, with
+  ``on_mismatch="raise"`` (the default) ``next()`` raises ``SchemaMismatch``
+  (a ``ValueError``) at that ref's place in the stream, and the loader stays
+  usable (the next ``next()`` goes on with the next ref); with
+  ``on_mismatch="skip"`` it logs a warning, counts it in
+  ``stats.refused`` and goes on.  Either way it never waits on a ref it
+  cannot use.  A ref whose data the store no longer has (``SampleMissing``)
+  or holds under another ref (``RefMismatch``) is dead-lettered and skipped
+  (a stale sample, not a configuration error).  Any other error from ``get``
+  fails the lease and propagates.
 * **Prefetch.**  With ``prefetch=N`` a daemon thread leases and gets up to N
   samples ahead into a buffer; the loader then holds at most ``N +
   batch_size`` leases.  Each prefetched sample handed to the consumer first
@@ -53,27 +79,49 @@ Design notes
   as stale, or its ref dead-lettered); release never scrubs (D2).
 
 Locking rule: ``self._lock`` guards the prefetch buffer and the fields the
-two threads share (flags and counters).  No queue or store call is made
-while holding it.  ``_*_nowait`` methods are the only code that changes
-those fields, with the lock held.
+two threads share (flags, counters, the pinned algorithm and schema).  No
+queue or store call is made while holding it.  ``_*_nowait`` methods are
+the only code that changes those fields, with the lock held.
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from refqueue._checks import check_count, check_seconds, describe
-from refqueue.errors import RefMismatch, SampleMissing, StoreClosed
+from refqueue.errors import RefMismatch, SampleMissing, SchemaMismatch, StoreClosed
 from refqueue.refs import FeatureAlgorithm, SampleRef
 from refqueue.store import FeatureStore, StoreHandle
 
-__all__ = ["Batch", "FeatureDataLoader", "LoaderStats", "Sample"]
+__all__ = ["Batch", "FeatureDataLoader", "LoaderStats", "Sample", "EAGLE3_BATCH_FIELDS"]
+
+logger = logging.getLogger(__name__)
 
 _QUEUE_METHODS = ("acquire", "acquire_nowait", "ack", "fail", "dead_letter", "extend", "reclaim_expired")
+_DEFAULT_POLL_INTERVAL = 0.05
+_ON_MISMATCH = ("raise", "skip")
+
+# The seed's EAGLE-3 batch fields: the four required features, then the
+# optional ones (None on a batch whose sample lacks them).
+EAGLE3_BATCH_FIELDS = (
+    "aux_hidden_states",
+    "input_ids",
+    "attention_mask",
+    "loss_mask",
+    "logits",
+    "target_probs",
+    "position_mask",
+    "position_ids",
+    "seq_lens",
+    "doc_remaining",
+)
+_OPTIONAL_FIELDS = frozenset(EAGLE3_BATCH_FIELDS[4:])
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +144,13 @@ class Sample:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """Up to ``batch_size`` samples, in delivery order."""
+    """Up to ``batch_size`` samples, in delivery order.
+
+    ``batch[i]`` is the i-th ``Sample``.  A one-sample batch also answers its
+    features by name, as attributes (``batch.input_ids``: the seed's EAGLE-3
+    batch names; an optional field the sample lacks is None) and as
+    ``batch["input_ids"]``.
+    """
 
     samples: tuple[Sample, ...]
 
@@ -106,8 +160,29 @@ class Batch:
     def __iter__(self) -> Iterator[Sample]:
         return iter(self.samples)
 
-    def __getitem__(self, index: int) -> Sample:
+    def __getitem__(self, index: int | str) -> Any:
+        if isinstance(index, str):
+            return self._feature(index, KeyError)
         return self.samples[index]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._feature(name, AttributeError)
+
+    def _feature(self, name: str, error: type[Exception]) -> Any:
+        if len(self.samples) != 1:
+            raise error(
+                f"a Batch of {len(self.samples)} samples has no single {name!r}: its samples differ in "
+                f"length, so collate batch.tensors yourself (or pass collate=... to the loader), or use "
+                f"batch_size=1"
+            )
+        tensors = self.samples[0].tensors
+        if name in tensors:
+            return tensors[name]
+        if name in _OPTIONAL_FIELDS:
+            return None
+        raise error(f"the batch's sample has no feature {name!r}; it has {list(tensors)}")
 
     @property
     def tensors(self) -> list[dict[str, Any]]:
@@ -118,22 +193,35 @@ class Batch:
     def leases(self) -> list[Any]:
         return [s.lease for s in self.samples]
 
+    @property
+    def refs(self) -> list[SampleRef]:
+        return [s.lease.ref for s in self.samples]
+
 
 @dataclass(frozen=True, slots=True)
 class LoaderStats:
     """What a loader did so far: batches yielded; samples acked, failed,
-    dropped as stale (their lease was no longer live), dead-lettered."""
+    dropped as stale (their lease was no longer live), dead-lettered; and of
+    the dead-lettered, ``refused``: refs of another algorithm, schema version
+    or store than the loader's."""
 
     batches: int = 0
     acked: int = 0
     failed: int = 0
     stale: int = 0
     dead_lettered: int = 0
+    refused: int = 0
 
 
 class _Fetched(NamedTuple):
     sample: Sample
     ready: Any  # a torch.cuda.Event recorded after a prefetch thread's copy, or None
+
+
+class _Refused(NamedTuple):
+    """A ref the loader cannot use, dead-lettered; raised at its place in the stream."""
+
+    error: SchemaMismatch
 
 
 _DRAINED = object()  # what _fetch returns once the queue is drained
@@ -142,31 +230,44 @@ _DRAINED = object()  # what _fetch returns once the queue is drained
 class FeatureDataLoader:
     """Iterate ``Batch``es of samples leased from ``queue`` and read from ``store``.
 
-    ``store`` defaults to ``queue.store``.  ``algorithm`` and
-    ``schema_version`` are what the consumer can train on; refs of anything
-    else are dead-lettered.  ``batch_size`` >= 1; ``prefetch`` >= 0 samples
-    fetched ahead by a background thread (0: none; else at least
-    ``batch_size``); ``device`` is passed to ``store.get`` (None: the
-    store's); ``poll_interval`` bounds each wait in ``acquire``;
-    ``reclaim`` makes an idle loader call ``queue.reclaim_expired()``.
+    ``FeatureDataLoader(queue, store=None, algorithm=None,
+    acquire_poll_interval=0.05, *, schema_version=None, batch_size=1,
+    prefetch=0, device=None, poll_interval=None, reclaim=True,
+    on_mismatch="raise", close_queue=True, collate=None)``.
 
-    A loader iterates once.  Use it as a context manager (or call
-    ``close()``) so that a failing step fails its batch at once.  Iterate it
-    from one thread; the prefetch thread is internal.
+    ``store`` defaults to ``queue.store``.  ``algorithm`` and
+    ``schema_version`` are what the consumer can train on; each one not
+    given is taken from the first ref leased.  ``batch_size`` >= 1;
+    ``prefetch`` >= 0 samples fetched ahead by a background thread (0: none;
+    else at least ``batch_size``); ``device`` is passed to ``store.get``
+    (None: the store's); ``poll_interval`` (the seed's name:
+    ``acquire_poll_interval``; default 0.05 s) bounds each wait in
+    ``acquire``; ``reclaim`` makes an idle loader call
+    ``queue.reclaim_expired()``; ``on_mismatch`` is ``"raise"`` or
+    ``"skip"`` (see the module notes); ``close_queue`` makes ``close()``
+    close the queue; ``collate(batch)``, if given, makes what is yielded.
+
+    Use it as a context manager (or call ``close()``) so that a failing step
+    fails its batch at once.  Iterate it from one thread; the prefetch thread
+    is internal.
     """
 
     def __init__(
         self,
         queue: Any,
         store: FeatureStore | None = None,
+        algorithm: FeatureAlgorithm | str | None = None,
+        acquire_poll_interval: float | None = None,
         *,
-        algorithm: FeatureAlgorithm | str,
-        schema_version: int,
+        schema_version: int | None = None,
         batch_size: int = 1,
         prefetch: int = 0,
         device: Any = None,
-        poll_interval: float = 0.05,
+        poll_interval: float | None = None,
         reclaim: bool = True,
+        on_mismatch: str = "raise",
+        close_queue: bool = True,
+        collate: Callable[[Batch], Any] | None = None,
     ) -> None:
         missing = [name for name in _QUEUE_METHODS if not callable(getattr(queue, name, None))]
         if not hasattr(queue, "is_drained"):
@@ -194,16 +295,22 @@ class FeatureDataLoader:
                 f"FeatureDataLoader(store) is {store.uri!r} but the queue is bound to {queue_store.uri!r}; "
                 f"pass the queue's store (or leave store=None)"
             )
-        try:
-            algorithm = FeatureAlgorithm(algorithm)
-        except ValueError:
-            raise ValueError(
-                f"FeatureDataLoader(algorithm) got {algorithm!r}, which is not a FeatureAlgorithm; "
-                f"use one of {', '.join(a.value for a in FeatureAlgorithm)}"
-            ) from None
-        check_count(
-            "FeatureDataLoader(schema_version)", schema_version, 0, "pass the schema version the consumer reads"
-        )
+        if algorithm is not None:
+            try:
+                algorithm = FeatureAlgorithm(algorithm)
+            except ValueError:
+                raise ValueError(
+                    f"FeatureDataLoader(algorithm) got {algorithm!r}, which is not a FeatureAlgorithm; "
+                    f"use one of {', '.join(a.value for a in FeatureAlgorithm)}, or None to take it from "
+                    f"the first ref"
+                ) from None
+        if schema_version is not None:
+            check_count(
+                "FeatureDataLoader(schema_version)",
+                schema_version,
+                0,
+                "pass the schema version the consumer reads, or None to take it from the first ref",
+            )
         check_count("FeatureDataLoader(batch_size)", batch_size, 1, "pass how many samples each batch holds")
         check_count("FeatureDataLoader(prefetch)", prefetch, 0, "pass 0 for no prefetch or a sample count")
         if 0 < prefetch < batch_size:
@@ -211,59 +318,108 @@ class FeatureDataLoader:
                 f"FeatureDataLoader(prefetch={prefetch}) is smaller than batch_size={batch_size}, so the "
                 f"buffer could never hold a full batch; pass prefetch=0 or prefetch >= {batch_size}"
             )
-        poll_interval = check_seconds("FeatureDataLoader(poll_interval)", poll_interval)
+        poll_interval = _poll_interval(poll_interval, acquire_poll_interval)
         if not isinstance(reclaim, bool):
             raise TypeError(f"FeatureDataLoader(reclaim) must be a bool, got {describe(reclaim)}; pass True or False")
+        if on_mismatch not in _ON_MISMATCH:
+            raise ValueError(
+                f"FeatureDataLoader(on_mismatch) got {on_mismatch!r}; pass 'raise' (next() raises "
+                f"SchemaMismatch) or 'skip' (a warning and stats.refused)"
+            )
+        if not isinstance(close_queue, bool):
+            raise TypeError(
+                f"FeatureDataLoader(close_queue) must be a bool, got {describe(close_queue)}; pass True or False"
+            )
+        if collate is not None and not callable(collate):
+            raise TypeError(
+                f"FeatureDataLoader(collate) must be callable or None, got {describe(collate)}; pass a function "
+                f"taking a Batch"
+            )
         cuda = _check_device(device)
 
         self._queue = queue
         self._store = store
-        self._algorithm = algorithm
-        self._schema_version = schema_version
         self._batch_size = batch_size
         self._prefetch = prefetch
         self._device = device
         self._cuda = cuda
         self._poll_interval = poll_interval
         self._reclaim = reclaim
-        self._iterator: Iterator[Batch] | None = None
+        self._on_mismatch = on_mismatch
+        self._close_queue = close_queue
+        self._collate = collate
+        # Consumer-thread state (never touched by the prefetch thread):
         self._closed = False
-        self._current: Batch | None = None  # the batch last yielded, not yet settled (consumer thread only)
+        self._finished = False  # drained or closed: next() raises StopIteration
+        self._current: Batch | None = None  # the batch last yielded, not yet settled
+        self._deferred: BaseException | None = None  # a refusal to raise at the next next()
         self._thread: threading.Thread | None = None
         self._stream: Any = None  # the prefetch thread's CUDA stream
 
         # Locking rule: every field below is read and written with _lock held;
         # no queue or store call is made while holding it.
         self._lock = threading.Lock()
-        # Notify _filled whenever the prefetch thread adds a sample, finds the
+        # Notify _filled whenever the prefetch thread adds an item, finds the
         # queue empty (idle), or stops (drained or failed).
         self._filled = threading.Condition(self._lock)
-        # Notify _emptied whenever the consumer takes samples out of the buffer,
+        # Notify _emptied whenever the consumer takes items out of the buffer,
         # and when the loader is stopping.
         self._emptied = threading.Condition(self._lock)
-        # Invariant: len(_buffer) <= _prefetch.
-        self._buffer: deque[_Fetched] = deque()
+        # Invariant: len(_buffer) <= _prefetch; _refusals_buffered == number
+        # of _Refused items in _buffer.
+        self._buffer: deque[_Fetched | _Refused] = deque()
+        self._refusals_buffered = 0
         self._idle = False  # the prefetch thread's last acquire found nothing
         self._fetcher_done = False  # the prefetch thread has stopped
         self._fetcher_error: BaseException | None = None
         self._stopping = False
         self._stats = LoaderStats()
+        # What the loader trains on; None until given or taken from the first
+        # ref (then _pinned_from names that ref).
+        self._algorithm: FeatureAlgorithm | None = algorithm
+        self._schema_version: int | None = schema_version
+        self._pinned_from: dict[str, str] = {}
 
     # -- the public surface ----------------------------------------------------------
 
-    def __iter__(self) -> Iterator[Batch]:
-        if self._closed:
-            raise RuntimeError("FeatureDataLoader is closed; make a new loader to read the queue again")
-        if self._iterator is not None:
-            raise RuntimeError("FeatureDataLoader iterates once; make a new loader to read the queue again")
-        self._iterator = self._iterate()
-        return self._iterator
+    def __iter__(self) -> FeatureDataLoader:
+        return self
+
+    def __next__(self) -> Any:
+        """Ack the batch in hand, then lease, check and get the next one.
+
+        Raises ``StopIteration`` once the queue is drained or the loader is
+        closed, ``SchemaMismatch`` (with ``on_mismatch="raise"``) for a ref
+        it cannot train on (dead-lettered; the loader stays usable).
+        """
+        if self._finished:
+            raise StopIteration
+        self.commit()
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            raise deferred
+        if self._prefetch and self._thread is None:
+            self._start_fetcher()
+        batch = self._next_batch()
+        if batch is None:
+            self._finished = True
+            self._shutdown(ack=False)  # nothing in hand: stops the prefetch thread
+            raise StopIteration
+        self._current = batch
+        with self._lock:
+            self._count_nowait(batches=1)
+        return batch if self._collate is None else self._collate(batch)
 
     def commit(self) -> None:
-        """Ack the batch last yielded now (e.g. right before ``break``)."""
+        """Ack the batch in hand now (e.g. right before ``break``, or before
+        a long evaluation); the next pull then has nothing to ack."""
         batch, self._current = self._current, None
         if batch is not None:
             self._settle(batch.samples, ack=True)
+
+    def consume_now(self) -> None:
+        """The seed's name for ``commit()``: ack the batch in hand now."""
+        self.commit()
 
     def extend(self, seconds: float | None = None) -> bool:
         """Heartbeat for a long step: extend every lease of the current batch
@@ -273,21 +429,36 @@ class FeatureDataLoader:
             return False
         return all([self._queue.extend(s.lease, seconds) for s in batch.samples])
 
-    def close(self) -> None:
-        """Fail the batch in hand (unless committed) and every prefetched
-        sample, stop the prefetch thread, release all handles.  Idempotent."""
+    def close(self, *, ack: bool | None = None) -> None:
+        """Settle the batch in hand, fail every prefetched sample, stop the
+        prefetch thread, release all handles, and close the queue (unless
+        ``close_queue=False``).  Idempotent.
+
+        The batch in hand is acked, unless an exception is propagating when
+        ``close`` is called (a ``with`` block's exit, a ``finally`` or
+        ``except`` clause): then it is failed, so the queue redelivers it.
+        ``ack=True``/``ack=False`` decides explicitly.
+        """
+        if ack is not None and not isinstance(ack, bool):
+            raise TypeError(f"FeatureDataLoader.close(ack) must be None or a bool, got {describe(ack)}")
         if self._closed:
             return
+        if ack is None:
+            ack = sys.exc_info()[1] is None
         self._closed = True
-        if self._iterator is not None:
-            self._iterator.close()  # its finally shuts down
-        self._shutdown()
+        self._finished = True
+        try:
+            self._shutdown(ack=ack)
+        finally:
+            close_queue = getattr(self._queue, "close", None) if self._close_queue else None
+            if callable(close_queue):
+                close_queue()
 
     def __enter__(self) -> FeatureDataLoader:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.close(ack=exc_type is None)
 
     @property
     def stats(self) -> LoaderStats:
@@ -298,25 +469,26 @@ class FeatureDataLoader:
     def buffered(self) -> int:
         """Samples fetched ahead and waiting in the prefetch buffer."""
         with self._lock:
-            return len(self._buffer)
+            return len(self._buffer) - self._refusals_buffered
+
+    @property
+    def algorithm(self) -> FeatureAlgorithm | None:
+        """What the loader trains on: as given, else taken from the first ref (None before it)."""
+        with self._lock:
+            return self._algorithm
+
+    @property
+    def schema_version(self) -> int | None:
+        """The schema version the loader reads: as given, else taken from the first ref."""
+        with self._lock:
+            return self._schema_version
+
+    @property
+    def current(self) -> Batch | None:
+        """The batch in hand (yielded, not yet acked or failed), or None."""
+        return self._current
 
     # -- iteration ---------------------------------------------------------------
-
-    def _iterate(self) -> Iterator[Batch]:
-        try:
-            if self._prefetch:
-                self._start_fetcher()
-            while True:
-                batch = self._next_batch()
-                if batch is None:
-                    return
-                self._current = batch
-                with self._lock:
-                    self._count_nowait(batches=1)
-                yield batch
-                self.commit()
-        finally:
-            self._shutdown()
 
     def _next_batch(self) -> Batch | None:
         """The next batch, or None once the queue is drained."""
@@ -329,24 +501,37 @@ class FeatureDataLoader:
                 return Batch(tuple(samples))
 
     def _fetch_batch(self) -> list[_Fetched]:
-        """Without prefetch: wait for one sample, then add what is ready now."""
+        """Without prefetch: wait for one sample, then add what is ready now.
+        Empty once the queue is drained.  A refusal first in line raises; one
+        after a sample ends the batch and is raised at the next ``next()``."""
         batch: list[_Fetched] = []
-        while not batch:
-            got = self._fetch(wait=True)
-            if got is _DRAINED:
-                return batch
-            if got is not None:
-                batch.append(got)
-        while len(batch) < self._batch_size:
-            got = self._fetch(wait=False)
-            if got is None or got is _DRAINED:
-                break
-            batch.append(got)
+        try:
+            while not batch:
+                got = self._fetch(wait=True)
+                if got is _DRAINED:
+                    return batch
+                if isinstance(got, _Refused):
+                    raise got.error
+                if got is not None:
+                    batch.append(got)  # type: ignore[arg-type]
+            while len(batch) < self._batch_size:
+                got = self._fetch(wait=False)
+                if got is None or got is _DRAINED:
+                    break
+                if isinstance(got, _Refused):
+                    self._deferred = got.error
+                    break
+                batch.append(got)  # type: ignore[arg-type]
+        except BaseException:
+            if batch:  # leased but never handed out: give them back
+                self._settle([item.sample for item in batch], ack=False)
+            raise
         return batch
 
-    def _fetch(self, *, wait: bool) -> _Fetched | None | object:
+    def _fetch(self, *, wait: bool) -> _Fetched | _Refused | None | object:
         """Lease and get one good sample; None when nothing is ready, ``_DRAINED``
-        at the end.  Bad refs are dead-lettered on the way."""
+        at the end, ``_Refused`` for a ref of the wrong algorithm, schema or
+        store (with ``on_mismatch="raise"``).  Bad refs are dead-lettered."""
         queue = self._queue
         while True:
             lease = queue.acquire(self._poll_interval) if wait else queue.acquire_nowait()
@@ -356,27 +541,56 @@ class FeatureDataLoader:
                 if self._reclaim and queue.reclaim_expired():
                     continue
                 return None
-            reason = self._refusal(lease.ref)
-            if reason is None:
+            mismatch = self._refusal(lease.ref)
+            if mismatch is None:
                 try:
                     tensors, handle, ready = self._get(lease.ref)
                 except (SampleMissing, RefMismatch) as exc:
-                    reason = f"the store cannot serve it: {exc}"
+                    if queue.dead_letter(lease, f"the store cannot serve it: {exc}"):
+                        with self._lock:
+                            self._count_nowait(dead_lettered=1)
+                    continue
                 except BaseException:
                     queue.fail(lease)
                     raise
-                else:
-                    return _Fetched(Sample(lease, tensors, handle), ready)
-            if queue.dead_letter(lease, reason):
+                return _Fetched(Sample(lease, tensors, handle), ready)
+            if queue.dead_letter(lease, mismatch):
                 with self._lock:
-                    self._count_nowait(dead_lettered=1)
+                    self._count_nowait(dead_lettered=1, refused=1)
+            sample_id = lease.ref.sample_id
+            if self._on_mismatch == "skip":
+                logger.warning("FeatureDataLoader skipped ref %r (dead-lettered): %s", sample_id, mismatch)
+                continue
+            return _Refused(
+                SchemaMismatch(
+                    f"FeatureDataLoader cannot train on ref {sample_id!r}: {mismatch}; it was dead-lettered "
+                    f"(queue.dead_letters() lists it).  Give the loader the algorithm and schema_version the "
+                    f"producers write, or pass on_mismatch='skip' to skip such refs with a warning"
+                )
+            )
 
     def _refusal(self, ref: SampleRef) -> str | None:
-        """Why this consumer cannot use ``ref``, or None."""
-        if ref.algorithm != self._algorithm:
-            return f"algorithm {ref.algorithm.value!r} is not the loader's {self._algorithm.value!r}"
-        if ref.schema_version != self._schema_version:
-            return f"schema_version {ref.schema_version} is not the loader's {self._schema_version}"
+        """Why this consumer cannot use ``ref``, or None.  An algorithm or
+        schema version the loader was not given is taken from ``ref``."""
+        with self._lock:
+            if self._algorithm is None:
+                self._algorithm = ref.algorithm
+                self._pinned_from["algorithm"] = ref.sample_id
+            if self._schema_version is None:
+                self._schema_version = ref.schema_version
+                self._pinned_from["schema_version"] = ref.sample_id
+            algorithm, schema_version, pinned = self._algorithm, self._schema_version, self._pinned_from
+
+        def origin(field: str) -> str:
+            return f" (taken from the first ref, {pinned[field]!r})" if field in pinned else ""
+
+        if ref.algorithm != algorithm:
+            return f"algorithm {ref.algorithm.value!r} is not the loader's {algorithm.value!r}{origin('algorithm')}"
+        if ref.schema_version != schema_version:
+            return (
+                f"schema_version {ref.schema_version} is not the loader's {schema_version}"
+                f"{origin('schema_version')}"
+            )
         if ref.store_uri != self._store.uri:
             return f"store_uri {ref.store_uri!r} is not the loader's store {self._store.uri!r}"
         return None
@@ -439,8 +653,9 @@ class FeatureDataLoader:
         except StoreClosed:
             pass  # a closed store dropped every handle already
 
-    def _shutdown(self) -> None:
-        """Stop the prefetch thread, then fail the batch in hand and the buffer."""
+    def _shutdown(self, *, ack: bool) -> None:
+        """Stop the prefetch thread, then settle the batch in hand (ack or
+        fail) and fail the buffer."""
         with self._lock:
             self._stopping = True
             self._emptied.notify_all()
@@ -448,10 +663,16 @@ class FeatureDataLoader:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
         batch, self._current = self._current, None
+        self._deferred = None
         with self._lock:
-            leftovers = [item.sample for item in self._buffer]
+            leftovers = [item.sample for item in self._buffer if isinstance(item, _Fetched)]
             self._buffer.clear()
-        self._settle((batch.samples if batch is not None else ()) + tuple(leftovers), ack=False)
+            self._refusals_buffered = 0
+        try:
+            if batch is not None:
+                self._settle(batch.samples, ack=ack)
+        finally:
+            self._settle(leftovers, ack=False)
 
     # -- prefetch ------------------------------------------------------------------
 
@@ -464,7 +685,7 @@ class FeatureDataLoader:
         self._thread.start()
 
     def _fetch_ahead(self) -> None:
-        """The prefetch thread: keep the buffer at ``prefetch`` samples until
+        """The prefetch thread: keep the buffer at ``prefetch`` items until
         the queue is drained or the loader stops."""
         try:
             while True:
@@ -489,7 +710,7 @@ class FeatureDataLoader:
                 self._fetcher_done = True
                 self._filled.notify_all()
 
-    def _store_fetched_nowait(self, got: _Fetched | None | object) -> bool:
+    def _store_fetched_nowait(self, got: _Fetched | _Refused | None | object) -> bool:
         """Record what the prefetch thread fetched; False when it was not kept."""
         if got is None:
             self._idle = True
@@ -497,18 +718,22 @@ class FeatureDataLoader:
             return False
         if got is _DRAINED or self._stopping:
             return False
-        assert isinstance(got, _Fetched) and len(self._buffer) < self._prefetch
+        assert isinstance(got, (_Fetched, _Refused)) and len(self._buffer) < self._prefetch
         self._buffer.append(got)
+        if isinstance(got, _Refused):
+            self._refusals_buffered += 1
         self._idle = False
         self._filled.notify_all()
         return True
 
     def _take_prefetched(self) -> list[_Fetched]:
-        """Wait until a full batch is buffered, or the prefetch thread found
-        the queue empty with something buffered, or it stopped; take it."""
+        """Wait until a full batch is buffered, or a refusal is, or the prefetch
+        thread found the queue empty with something buffered, or it stopped;
+        take it (empty once drained)."""
         with self._lock:
             while not self._fetcher_done and not (
-                len(self._buffer) >= self._batch_size or (self._buffer and self._idle)
+                len(self._buffer) >= self._batch_size
+                or (self._buffer and (self._idle or self._refusals_buffered))
             ):
                 self._filled.wait()
             return self._take_nowait()
@@ -516,8 +741,18 @@ class FeatureDataLoader:
     def _take_nowait(self) -> list[_Fetched]:
         if self._fetcher_error is not None:
             raise self._fetcher_error  # the prefetch thread's error, as the consumer's
-        count = min(self._batch_size, len(self._buffer))
-        taken = [self._buffer.popleft() for _ in range(count)]
+        taken: list[_Fetched] = []
+        buffer = self._buffer
+        while buffer and len(taken) < self._batch_size:
+            item = buffer[0]
+            if isinstance(item, _Refused):
+                if taken:
+                    break  # the batch ends before it; raised at the next next()
+                buffer.popleft()
+                self._refusals_buffered -= 1
+                self._emptied.notify()
+                raise item.error
+            taken.append(buffer.popleft())
         if taken:
             self._emptied.notify()
         return taken
@@ -525,6 +760,21 @@ class FeatureDataLoader:
     def _count_nowait(self, **counts: int) -> None:
         stats = self._stats
         self._stats = LoaderStats(**{f: getattr(stats, f) + counts.get(f, 0) for f in LoaderStats.__slots__})
+
+
+def _poll_interval(poll_interval: object, acquire_poll_interval: object) -> float:
+    """The acquire wait: ``poll_interval`` or the seed's ``acquire_poll_interval`` (one setting)."""
+    if poll_interval is not None and acquire_poll_interval is not None and poll_interval != acquire_poll_interval:
+        raise ValueError(
+            f"FeatureDataLoader got poll_interval={poll_interval!r} and acquire_poll_interval="
+            f"{acquire_poll_interval!r}; they are one setting (acquire_poll_interval is the seed's name), "
+            f"pass one of them"
+        )
+    if acquire_poll_interval is not None:
+        return check_seconds("FeatureDataLoader(acquire_poll_interval)", acquire_poll_interval)
+    if poll_interval is not None:
+        return check_seconds("FeatureDataLoader(poll_interval)", poll_interval)
+    return _DEFAULT_POLL_INTERVAL
 
 
 def _check_device(device: object) -> bool:

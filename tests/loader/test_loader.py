@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 
 from loader_helpers import (  # noqa: E402
     GUARD_S,
+    exact,
     SCHEMA,
     ManualClock,
     assert_nothing_leaked,
@@ -20,7 +21,7 @@ from loader_helpers import (  # noqa: E402
     sample_tensors,
 )
 
-from refqueue.errors import StoreClosed  # noqa: E402
+from refqueue.errors import SchemaMismatch, StoreClosed  # noqa: E402
 from refqueue.loader import Batch, FeatureDataLoader, LoaderStats  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.timeout(120)]
@@ -102,47 +103,59 @@ def test_a_raising_step_fails_its_batch_and_the_redelivery_is_intact(prefetch):
     assert_nothing_leaked(store, queue)
 
 
-def test_throw_into_the_iterator_fails_the_batch():
+def test_close_while_an_exception_propagates_fails_the_batch_in_hand():
     store, queue = make_queue(2)
     loader = loader_for(queue)
-    it = iter(loader)
-    first = next(it)
+    first = None
     with pytest.raises(ValueError, match="^bad step$"):
-        it.throw(ValueError("bad step"))
+        try:
+            first = next(loader)
+            raise ValueError("bad step")
+        finally:
+            loader.close()  # no with block: close() sees the exception in flight
     assert queue.pending_count() == 2
     assert queue.fail(first[0].lease) is False  # already failed by the loader
     assert loader.stats.failed == 1 and store.handle_count == 0
     with pytest.raises(StopIteration):
-        next(it)
+        next(loader)
 
 
-def test_break_fails_the_batch_in_hand_unless_committed():
+def test_close_acks_the_batch_in_hand_as_the_next_pull_would():
     store, queue = make_queue(4)
     with loader_for(queue) as loader:
         for batch in loader:
             if batch[0].ref.sample_id == "s1":
-                break
-    assert loader.stats == LoaderStats(batches=2, acked=1, failed=1)
-    with loader_for(queue) as loader:
-        for batch in loader:
-            loader.commit()
-            break
-    assert loader.stats == LoaderStats(batches=1, acked=1)
-    assert [lease.ref.sample_id for lease in _drain(queue)] == ["s3", "s1"]
+                break  # the with block's orderly exit closes the loader: s1 is consumed
+    assert loader.stats == LoaderStats(batches=2, acked=2)
+    loader = loader_for(queue)
+    assert next(loader)[0].ref.sample_id == "s2"
+    loader.close(ack=False)  # explicitly: give it back
+    assert loader.stats == LoaderStats(batches=1, failed=1)
+    assert [lease.ref.sample_id for lease in _drain(queue)] == ["s3", "s2"]
 
 
-def test_an_abandoned_iterator_fails_its_batch_when_closed():
+def test_close_fails_what_was_prefetched_but_never_handed_out():
     store, queue = make_queue(3)
     loader = loader_for(queue, prefetch=2)
-    it = iter(loader)
-    next(it)
+    next(loader)
     store.wait_for_gets(3)
-    it.close()  # what garbage collection of a dropped for-loop does
-    assert loader.stats.failed == 3
-    assert queue.pending_count() == 3 and store.handle_count == 0
+    loader.close()
+    assert loader.stats == LoaderStats(batches=1, acked=1, failed=2)
+    assert queue.pending_count() == 2 and store.handle_count == 0
 
 
-def test_refs_the_consumer_cannot_use_are_dead_lettered_with_the_reason():
+def test_close_closes_the_queue_unless_told_not_to():
+    _, queue = make_queue(1, close=False)
+    with loader_for(queue, close_queue=False) as loader:
+        next(loader)
+    assert not queue.is_closed and queue.pending_count() == 0
+    _, queue = make_queue(1, close=False)
+    with loader_for(queue) as loader:
+        next(loader)
+    assert queue.is_closed and queue.is_drained
+
+
+def test_refs_the_consumer_cannot_use_are_dead_lettered_and_skipped_with_a_warning(caplog):
     store, queue = make_queue(0, close=False)
     put_sample(store, queue, 0)
     put_sample(store, queue, 1, algorithm="dflash")
@@ -151,8 +164,9 @@ def test_refs_the_consumer_cannot_use_are_dead_lettered_with_the_reason():
     put_sample(store, queue, 4)
     queue.close()
     store.scrub(lost)  # its data is gone before anyone reads it
-    with loader_for(queue, prefetch=2) as loader:
-        seen = [b[0].ref.sample_id for b in loader]
+    with caplog.at_level("WARNING", logger="refqueue.loader"):
+        with loader_for(queue, prefetch=2, on_mismatch="skip") as loader:
+            seen = [b[0].ref.sample_id for b in loader]
     assert seen == ["s0", "s4"]
     reasons = {d.ref.sample_id: d.reason for d in queue.dead_letters()}
     assert reasons == {
@@ -164,7 +178,50 @@ def test_refs_the_consumer_cannot_use_are_dead_lettered_with_the_reason():
         ),
     }
     assert all(d.deliveries == 1 for d in queue.dead_letters())  # dead-lettered once, never looped
-    assert loader.stats == LoaderStats(batches=2, acked=2, dead_lettered=3)
+    assert loader.stats == LoaderStats(batches=2, acked=2, dead_lettered=3, refused=2)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"FeatureDataLoader skipped ref 's1' (dead-lettered): {reasons['s1']}",
+        f"FeatureDataLoader skipped ref 's2' (dead-lettered): {reasons['s2']}",
+    ]
+    assert_nothing_leaked(store, queue)
+
+
+@pytest.mark.parametrize(("batch_size", "prefetch"), [(1, 0), (3, 0), (1, 2), (3, 4)])
+def test_a_ref_the_consumer_cannot_use_raises_at_its_place_and_never_waits(batch_size, prefetch):
+    store, queue = make_queue(0, close=False)  # open: a loader that skipped and waited would hang
+    put_sample(store, queue, 0)
+    put_sample(store, queue, 1, schema_version=SCHEMA + 1)
+    put_sample(store, queue, 2)
+    loader = loader_for(queue, batch_size=batch_size, prefetch=prefetch, close_queue=False)
+    # The batch ends before the refused ref, whatever the batch size or prefetch.
+    assert [s.ref.sample_id for s in next(loader)] == ["s0"]
+    with pytest.raises(SchemaMismatch, match=exact(
+        f"FeatureDataLoader cannot train on ref 's1': schema_version {SCHEMA + 1} is not the loader's {SCHEMA}; "
+        f"it was dead-lettered (queue.dead_letters() lists it).  Give the loader the algorithm and schema_version "
+        f"the producers write, or pass on_mismatch='skip' to skip such refs with a warning"
+    )):
+        next(loader)
+    assert [d.ref.sample_id for d in queue.dead_letters()] == ["s1"]
+    assert [s.ref.sample_id for s in next(loader)] == ["s2"]  # the loader stays usable
+    queue.close()
+    assert list(loader) == []
+    assert loader.stats == LoaderStats(batches=2, acked=2, dead_lettered=1, refused=1)
+    assert_nothing_leaked(store, queue)
+
+
+def test_algorithm_and_schema_not_given_are_taken_from_the_first_ref():
+    store, queue = make_queue(0, close=False)
+    put_sample(store, queue, 0, schema_version=7)
+    put_sample(store, queue, 1, algorithm="dflash", schema_version=7)
+    queue.close()
+    loader = FeatureDataLoader(queue, store, poll_interval=0.01)
+    assert loader.algorithm is None and loader.schema_version is None
+    assert next(loader)[0].ref.sample_id == "s0"
+    assert loader.algorithm == "eagle3" and loader.schema_version == 7
+    with pytest.raises(SchemaMismatch, match="^FeatureDataLoader cannot train on ref 's1': algorithm 'dflash' is "
+                       "not the loader's 'eagle3' \\(taken from the first ref, 's0'\\); "):
+        next(loader)
+    assert list(loader) == []
     assert_nothing_leaked(store, queue)
 
 
@@ -267,16 +324,18 @@ def test_a_store_error_fails_the_lease_and_propagates(prefetch):
     assert queue.pending_count() == 2 and queue.outstanding_count() == 0
 
 
-def test_a_loader_iterates_once():
-    _, queue = make_queue(0)
+def test_a_loader_is_an_iterator_that_continues_where_it_stopped():
+    _, queue = make_queue(3)
     loader = loader_for(queue)
-    assert list(loader) == []
-    once = "^FeatureDataLoader iterates once; make a new loader to read the queue again$"
-    with pytest.raises(RuntimeError, match=once):
-        iter(loader)
+    assert iter(loader) is loader
+    for batch in loader:
+        break
+    assert [b[0].ref.sample_id for b in loader] == ["s1", "s2"]  # s0 was acked by the next pull
+    assert loader.stats.acked == 3
+    with pytest.raises(StopIteration):
+        next(loader)
     loader.close()
-    with pytest.raises(RuntimeError, match="^FeatureDataLoader is closed; make a new loader to read the queue again$"):
-        iter(loader)
+    assert list(loader) == []
 
 
 def wait_buffered(loader: FeatureDataLoader, n: int) -> None:

@@ -21,13 +21,13 @@ pytestmark = pytest.mark.torch
             dict(algorithm="medusa"),
             ValueError,
             "FeatureDataLoader(algorithm) got 'medusa', which is not a FeatureAlgorithm; "
-            "use one of eagle3, dflash, dspark",
+            "use one of eagle3, dflash, dspark, or None to take it from the first ref",
         ),
         (
             dict(schema_version=True),
             TypeError,
             "FeatureDataLoader(schema_version) must be an int, got True (bool); pass the schema version the "
-            "consumer reads",
+            "consumer reads, or None to take it from the first ref",
         ),
         (
             dict(batch_size=0),
@@ -49,6 +49,34 @@ pytestmark = pytest.mark.torch
             dict(poll_interval=0),
             ValueError,
             "FeatureDataLoader(poll_interval) must be finite and > 0, got 0; pass a positive number of seconds",
+        ),
+        (
+            dict(acquire_poll_interval=-1),
+            ValueError,
+            "FeatureDataLoader(acquire_poll_interval) must be finite and > 0, got -1; pass a positive number of "
+            "seconds",
+        ),
+        (
+            dict(poll_interval=0.1, acquire_poll_interval=0.2),
+            ValueError,
+            "FeatureDataLoader got poll_interval=0.1 and acquire_poll_interval=0.2; they are one setting "
+            "(acquire_poll_interval is the seed's name), pass one of them",
+        ),
+        (
+            dict(on_mismatch="ignore"),
+            ValueError,
+            "FeatureDataLoader(on_mismatch) got 'ignore'; pass 'raise' (next() raises SchemaMismatch) or 'skip' "
+            "(a warning and stats.refused)",
+        ),
+        (
+            dict(close_queue=None),
+            TypeError,
+            "FeatureDataLoader(close_queue) must be a bool, got None (NoneType); pass True or False",
+        ),
+        (
+            dict(collate=3),
+            TypeError,
+            "FeatureDataLoader(collate) must be callable or None, got 3 (int); pass a function taking a Batch",
         ),
         (
             dict(reclaim=1),
