@@ -708,6 +708,12 @@ NoStuckProducer ==
         (producers[p] # NoSample /\ producers[p] \in parked /\ ~closed /\ ~HasWork)
             => Admits(producers[p])
 
+(* A live lease never runs longer than one visibility timeout from now:    *)
+(* acquire and extend set deadline = now + VisibilityTimeout, and time only *)
+(* shortens it (an extend counted from the old deadline breaks this).      *)
+DeadlineWithinVisibility ==
+    \A s \in Outstanding : recs[s].deadline <= now + VisibilityTimeout
+
 -----------------------------------------------------------------------------
 (* Safety: transition properties, as [][A]_vars.                           *)
 
@@ -726,11 +732,16 @@ StaleOpsChangeNothing ==
 
 (* The producer pauses only with effective residency at or above the high  *)
 (* watermark, and resumes only at or below the low one (D4, D8).  A step   *)
-(* is named by the producer whose TryPut it is.                            *)
+(* is named by the producer whose TryPut it is.  D8's measure is written   *)
+(* out here apart from Effective, the operator TryPut decides with, so a   *)
+(* wrong measure in TryPut (the whole residency) is caught.                *)
+D8Residency(s) ==
+    LET others == {t \in DOMAIN recs : t \in parked /\ t # s}
+    IN Max(0, resident_bytes - BytesOf(recs, others) - recs[s].nbytes)
 PauseOnlyAtHigh ==
-    [][\A p \in Producers : TryPut(p) /\ ~paused /\ paused' => Effective(producers[p]) >= High]_vars
+    [][\A p \in Producers : TryPut(p) /\ ~paused /\ paused' => D8Residency(producers[p]) >= High]_vars
 ResumeOnlyAtLow ==
-    [][\A p \in Producers : TryPut(p) /\ paused /\ ~paused' => Effective(producers[p]) <= Low]_vars
+    [][\A p \in Producers : TryPut(p) /\ paused /\ ~paused' => D8Residency(producers[p]) <= Low]_vars
 
 (* A resume happens strictly below High and a pause strictly above Low, so *)
 (* residency must cross the band between a pause and the next resume (what *)
@@ -738,8 +749,17 @@ ResumeOnlyAtLow ==
 NoFlapping ==
     [][\A p \in Producers :
           TryPut(p) =>
-            /\ ~paused /\ paused' => Effective(producers[p]) > Low
-            /\ paused /\ ~paused' => Effective(producers[p]) < High]_vars
+            /\ ~paused /\ paused' => D8Residency(producers[p]) > Low
+            /\ paused /\ ~paused' => D8Residency(producers[p]) < High]_vars
+
+(* Delivery is FIFO: a step keeps what was pending in its order, removes   *)
+(* at most the head (an acquire) and appends at the tail (a put, a fail, a *)
+(* reclaim).                                                               *)
+PendingIsFifo ==
+    [][\/ /\ Len(pending') >= Len(pending)
+          /\ SubSeq(pending', 1, Len(pending)) = pending
+       \/ /\ pending # <<>>
+          /\ pending' = Tail(pending)]_vars
 
 (* Completion is absorbing: an acked or dead-lettered incarnation stays so *)
 (* until its id is stored again for a new incarnation (exactly once per    *)

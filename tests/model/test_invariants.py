@@ -62,6 +62,7 @@ BROKEN = {
     ),
     "RedeliveryCountsDeliveries": lambda s, cs: (with_rec(s, "a", deliveries=1), cs),
     "TerminalNoneMeansDrained": lambda s, cs: (s._replace(closed=True), (cs[0], Consumer(None, False, True))),
+    "DeadlineWithinVisibility": lambda s, cs: (with_rec(s, "a", deadline=s.now + 6), cs),
 }
 
 
@@ -90,7 +91,7 @@ def test_invariants_cover_design_names():
         "NothingResidentAfterAck", "ResidencyMatchesContents", "ResidencyWithinCapacity",
         "RedeliveryCountsDeliveries", "TerminalNoneMeansDrained", "StaleOpsChangeNothing", "PauseOnlyAtHigh",
         "ResumeOnlyAtLow", "NoFlapping", "CompletionIsAbsorbing", "LeaseLiveUntilDeadline", "BackpressureBound",
-        "NoStuckProducer",
+        "NoStuckProducer", "DeadlineWithinVisibility", "PendingIsFifo", "ParkedRefsArePut",
     }
 
 
@@ -166,12 +167,32 @@ def test_completion_is_absorbing_flags_an_acked_sample_moving_on():
 
 
 def test_lease_live_until_deadline_flags_an_early_take_back():
-    s, _ = good()  # a and b leased at now 0 with deadline 5
+    s, consumers = good()  # a and b leased at now 0 with deadline 5, held by consumers 0 and 1
+    lease_a, lease_b = consumers[0].lease, consumers[1].lease
+    assert A.is_live(s, lease_a) and A.is_live(s, lease_b)
     early = A._requeue(C, s, A.find(s, "b"))
     assert not I.LeaseLiveUntilDeadline(C, s, early, "ReclaimExpired", None, 1)
-    assert I.LeaseLiveUntilDeadline(C, s, early, "Fail", 1, True)  # its holder may give it back
+    assert I.LeaseLiveUntilDeadline(C, s, early, "Fail", lease_b, True)  # its holder may give it back
+    assert not I.LeaseLiveUntilDeadline(C, s, early, "Fail", lease_a, True)  # a's holder may not end b's lease
+    stale_b = lease_b._replace(redelivery_count=5)
+    assert not I.LeaseLiveUntilDeadline(C, s, early, "Extend", stale_b, True)  # nor a stale copy of b's
     both = A._requeue(C, early, A.find(early, "a"))
-    assert not I.LeaseLiveUntilDeadline(C, s, both, "Fail", 1, True)  # one holder, one lease
+    assert not I.LeaseLiveUntilDeadline(C, s, both, "Fail", lease_b, True)  # one holder, one lease
+
+
+def test_pending_is_fifo_flags_a_requeue_at_the_head():
+    s, _ = good()
+    s = A.store_put(C, s, "d", 4).state
+    s = A.put(C, s, "d").state  # pending: d
+    i = A.find(s, "b")
+    r = s.recs[i]
+    head = s._replace(pending=("b",) + s.pending, recs=s.recs[:i] + (r._replace(status=M.PENDING, deadline=None),) + s.recs[i + 1:])
+    assert not I.PendingIsFifo(C, s, head, "Fail", "b", True)
+    leased = A.acquire(C, s)
+    assert I.PendingIsFifo(C, s, leased.state, "Acquire", 0, None)
+    requeued = A.fail(C, leased.state, leased.value).state  # the model's own fail appends at the tail
+    assert I.PendingIsFifo(C, leased.state, requeued, "Fail", "a", True)
+    assert I.PendingIsFifo(C._replace(fifo=False), s, head, "Fail", "b", True)  # any order: judged elsewhere
 
 
 def test_backpressure_bound_and_no_stuck_producer_read_the_world():

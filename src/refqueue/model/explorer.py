@@ -27,6 +27,8 @@ from refqueue.model.invariants import STATE_INVARIANTS, TRANSITION_INVARIANTS, W
 from refqueue.model.state import LEASED, PENDING
 from refqueue.model.world import Memo, Node, World, initial_node, successors
 
+_BY_HOLDER = frozenset({"Ack", "Fail", "Extend", "DeadLetter"})
+
 __all__ = ["ExploreResult", "Step", "explore", "work_lost", "StateGraph", "build_graph"]
 
 
@@ -151,8 +153,14 @@ def explore(
             transitions += 1
             after = child.state
             if before is not after:
-                # a put step is judged by the sample it puts (the world's arg is the producer)
-                what = node.producers[arg] if action == "TryPut" else arg  # type: ignore[index]
+                # a put step is judged by the sample it puts (the world's arg is the
+                # producer), a consumer's step by the lease it holds
+                if action == "TryPut":
+                    what = node.producers[arg]  # type: ignore[index]
+                elif action in _BY_HOLDER:
+                    what = node.consumers[arg].lease  # type: ignore[index]
+                else:
+                    what = arg
                 for name, pred in step_checks:
                     if name not in violations and not pred(cfg, before, after, action, what, value):
                         violations[name] = _trace(index, nodes, k) + [Step(action, arg, child, value)]

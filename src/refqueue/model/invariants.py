@@ -45,6 +45,9 @@ __all__ = [
     "NoFlapping",
     "CompletionIsAbsorbing",
     "LeaseLiveUntilDeadline",
+    "PendingIsFifo",
+    "DeadlineWithinVisibility",
+    "ParkedRefsArePut",
     "WORLD_INVARIANTS",
     "BackpressureBound",
     "NoStuckProducer",
@@ -145,6 +148,14 @@ def ResidencyWithinCapacity(cfg: Config, state: State, consumers: Consumers = ()
     )
 
 
+def DeadlineWithinVisibility(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
+    """A live lease never runs longer than one visibility timeout from now:
+    acquire and the world's extend set ``now + visibility_timeout``, and time
+    only shortens it (an extend counted from the old deadline breaks this)."""
+    limit = state.now + cfg.visibility_timeout
+    return all(r.deadline is None or r.deadline <= limit for r in state.recs)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _state_counts_deliveries(cfg: Config, state: State) -> bool:
     # The part of RedeliveryCountsDeliveries that reads only the model's state.
@@ -195,7 +206,8 @@ def TerminalNoneMeansDrained(cfg: Config, state: State, consumers: Consumers = (
 # Which predicates read the consumers (the explorer checks the others once per
 # model state rather than once per node).
 for _pred in (
-    PendingAndLeasedDisjoint, NoScrubBeforeAck, NothingResidentAfterAck, ResidencyMatchesContents, ResidencyWithinCapacity
+    PendingAndLeasedDisjoint, NoScrubBeforeAck, NothingResidentAfterAck, ResidencyMatchesContents, ResidencyWithinCapacity,
+    DeadlineWithinVisibility,
 ):
     _pred.reads_consumers = False  # type: ignore[attr-defined]
 
@@ -209,6 +221,7 @@ STATE_INVARIANTS: dict[str, Callable[..., bool]] = {
     "ResidencyWithinCapacity": ResidencyWithinCapacity,
     "RedeliveryCountsDeliveries": RedeliveryCountsDeliveries,
     "TerminalNoneMeansDrained": TerminalNoneMeansDrained,
+    "DeadlineWithinVisibility": DeadlineWithinVisibility,
 }
 
 
@@ -279,17 +292,27 @@ _HOLDER_ACTIONS = frozenset({"Ack", "Fail", "Extend", "DeadLetter"})
 def LeaseLiveUntilDeadline(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
     """The visibility-timeout guarantee: a live lease whose deadline has not
     passed stays live, with its deadline, unless its holder acks, fails,
-    dead-letters or extends it.  The model's state does not say who holds a
-    lease, so a holder's step may change at most one such lease (its own)."""
-    changed = 0
+    dead-letters or extends it.  For those steps ``arg`` is the lease the
+    acting consumer held (the explorer passes it): only that lease may
+    change, and only if it is the sample's live one."""
+    holder = arg if action in _HOLDER_ACTIONS and isinstance(arg, ModelLease) and is_live(before, arg) else None
     for sid, rec in zip(before.ids, before.recs):
         if rec.status == LEASED and rec.deadline > before.now:  # type: ignore[operator]
             new = after.recs[after.ids.index(sid)]
             if (new.status, new.incarnation, new.redeliveries, new.deadline) != (
                 LEASED, rec.incarnation, rec.redeliveries, rec.deadline
-            ):
-                changed += 1
-    return changed == 0 or (action in _HOLDER_ACTIONS and changed == 1)
+            ) and (holder is None or holder.sample_id != sid):
+                return False
+    return True
+
+
+def PendingIsFifo(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
+    """Delivery is FIFO: a step keeps what was pending in its order, removes
+    at most the head (an acquire) and appends at the tail (a put, a fail, a
+    reclaim).  Holds for a FIFO queue (``cfg.fifo``); a backend that delivers
+    in any order is judged by ``allowed_acquires`` instead."""
+    old, new = before.pending, after.pending
+    return not cfg.fifo or new[: len(old)] == old or (bool(old) and new == old[1:])
 
 
 TRANSITION_INVARIANTS: dict[str, Callable[..., bool]] = {
@@ -299,6 +322,7 @@ TRANSITION_INVARIANTS: dict[str, Callable[..., bool]] = {
     "NoFlapping": NoFlapping,
     "CompletionIsAbsorbing": CompletionIsAbsorbing,
     "LeaseLiveUntilDeadline": LeaseLiveUntilDeadline,
+    "PendingIsFifo": PendingIsFifo,
 }
 
 
@@ -338,9 +362,17 @@ def NoStuckProducer(world: object, node: object) -> bool:
     return True
 
 
+def ParkedRefsArePut(world: object, node: object) -> bool:
+    """Every parked ref is the sample a producer is putting (the spec's
+    ``parked \\subseteq Range(producers)``, in its TypeOK): a producer that
+    leaves its blocking put takes its bytes out of ``parked``."""
+    return all(sid in node.producers for sid, _ in node.state.parked)  # type: ignore[attr-defined]
+
+
 WORLD_INVARIANTS: dict[str, Callable[..., bool]] = {
     "BackpressureBound": BackpressureBound,
     "NoStuckProducer": NoStuckProducer,
+    "ParkedRefsArePut": ParkedRefsArePut,
 }
 
 

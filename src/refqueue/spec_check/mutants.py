@@ -29,8 +29,9 @@ killer that fails on the unmutated spec kills nothing, so every ``MCMut*``
 config a run uses is first checked on the unmutated spec and must come out
 ``ok``; configs of ``manifest.json`` are checked by plain ``refqueue
 check-spec``, and a ``counterexample`` config is refused as a killer.  The
-properties those configs add (``DeadlineWithinVisibility``, ``PendingIsFifo``,
-``PauseOnlyAtD8High``, ...) have Python twins in ``PY_EXTRA_PROPERTIES``,
+properties those configs first added (``DeadlineWithinVisibility``,
+``PendingIsFifo``, a separately written D8 measure) now live in the spec and
+the model; ``PY_EXTRA_PROPERTIES`` is where a future one would go,
 registered with the explorer only for the mutants that name them.
 """
 
@@ -524,37 +525,13 @@ PY_PATCHES: dict[str, Callable[[], Patch]] = {
 }
 
 
-# The properties the MCMut configs add to the spec, for the explorer:
-# (kind, predicate) with kind "world" (world, node) or "transition"
-# (cfg, before, after, action, arg, value), as refqueue.model.invariants.
-
-
-def _deadline_within_visibility(world, node) -> bool:
-    """A live lease never runs longer than one visibility timeout from now (MCMutLease)."""
-    state = node.state
-    limit = state.now + world.cfg.visibility_timeout
-    return all(r.deadline is None or r.deadline <= limit for r in state.recs)
-
-
-def _pending_is_fifo(cfg, before, after, action, arg, value) -> bool:
-    """Delivery is FIFO: a step keeps the pending order, removes at most the
-    head and appends at the tail (MCMutLease)."""
-    old, new = before.pending, after.pending
-    return new[: len(old)] == old or (bool(old) and new == old[1:])
-
-
-def _parked_refs_are_put(world, node) -> bool:
-    """Every parked ref is the sample a producer is putting: the conjunct
-    ``parked \\subseteq ... \\cap Range(producers)`` of the spec's TypeOK, which
-    the model's TypeOK cannot state (it reads the state, not the world's producers)."""
-    return all(sid in node.producers for sid, _ in node.state.parked)
-
-
-PY_EXTRA_PROPERTIES: dict[str, tuple[str, Callable[..., bool]]] = {
-    "DeadlineWithinVisibility": ("world", _deadline_within_visibility),
-    "PendingIsFifo": ("transition", _pending_is_fifo),
-    "ParkedRefsArePut": ("world", _parked_refs_are_put),
-}
+# Properties a mutant's world may add for the explorer, by name: (kind,
+# predicate) with kind "world" (world, node) or "transition" (cfg, before,
+# after, action, arg, value), as refqueue.model.invariants.  Empty today: the
+# twins first written here for the MCMut configs (DeadlineWithinVisibility,
+# PendingIsFifo, ParkedRefsArePut) now live in the model's invariants and
+# the spec itself, so the explorer checks them on every world.
+PY_EXTRA_PROPERTIES: dict[str, tuple[str, Callable[..., bool]]] = {}
 
 
 @contextlib.contextmanager
