@@ -110,7 +110,7 @@ class ForeignRef(_PlainMessage, RefQueueError, ValueError, KeyError):
     A ``ValueError`` (refqueue's first answer) and a ``KeyError`` (the
     seed's: the sample is not in this store)."""
 
-    KIND = "foreign_ref"
+    KIND = "invalid"  # an argument error, as the plain ValueError it replaces
 
 
 class TensorOnControlPlane(RefQueueError, ValueError, TypeError):
@@ -119,11 +119,11 @@ class TensorOnControlPlane(RefQueueError, ValueError, TypeError):
 
     A ``ValueError`` (the seed's answer) and a ``TypeError`` (refqueue's first)."""
 
-    KIND = "tensor"
+    KIND = "invalid"  # an argument error, as the plain TypeError it replaces
 
 
 class SchemaMismatch(RefQueueError, ValueError):
     """A ``FeatureDataLoader`` leased a ref it cannot train on: another
     algorithm, schema version or store than the loader's."""
 
-    KIND = "schema"
+    KIND = "invalid"  # an argument error: the ref does not fit the consumer
