@@ -440,7 +440,10 @@ class FeatureDataLoader:
         ``ack=True``/``ack=False`` decides explicitly.
         """
         if ack is not None and not isinstance(ack, bool):
-            raise TypeError(f"FeatureDataLoader.close(ack) must be None or a bool, got {describe(ack)}")
+            raise TypeError(
+                f"FeatureDataLoader.close(ack) must be None or a bool, got {describe(ack)}; pass True to ack the "
+                f"batch in hand, False to fail it, or None to fail it only while an exception is in flight"
+            )
         if self._closed:
             return
         if ack is None:

@@ -33,6 +33,11 @@ def test_the_constructor_takes_the_seeds_arguments_in_the_seeds_order():
     assert keywords.max_samples is None and keywords.high_watermark_bytes is None
 
 
+def test_a_store_without_any_cap_is_a_value_error():
+    with pytest.raises(ValueError, match="at least one of max_samples / max_bytes must be set"):
+        LocalFeatureStore(max_samples=None, max_bytes=None)
+
+
 def test_store_uri_names_the_store_and_every_ref_it_makes():
     store = LocalFeatureStore()
     assert store.store_uri == store.uri

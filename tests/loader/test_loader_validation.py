@@ -136,3 +136,17 @@ def test_a_store_other_than_the_queues_is_rejected():
         f"queue's store (or leave store=None)"
     )):
         FeatureDataLoader(queue, other, algorithm="eagle3", schema_version=2)
+
+
+def test_close_rejects_an_ack_that_is_not_a_bool_and_changes_nothing():
+    _, queue = make_queue(1)
+    loader = FeatureDataLoader(queue, algorithm="eagle3", schema_version=2)
+    next(loader)
+    with pytest.raises(TypeError, match=exact(
+        "FeatureDataLoader.close(ack) must be None or a bool, got 1 (int); pass True to ack the batch in hand, "
+        "False to fail it, or None to fail it only while an exception is in flight"
+    )):
+        loader.close(ack=1)
+    assert queue.outstanding_count() == 1 and not loader.stats.acked  # still open, the batch still in hand
+    loader.close()
+    assert loader.stats.acked == 1

@@ -137,6 +137,19 @@ def test_caps_and_watermarks_default_to_the_seeds(kwargs, expected):
     assert (store.max_samples, store.capacity_bytes, store.high_watermark_bytes, store.low_watermark_bytes) == expected
 
 
+def test_a_store_needs_a_cap_unless_its_watermarks_are_passed_too():
+    with pytest.raises(ValueError, match=exact(
+        "LocalFeatureStore(max_samples=None, max_bytes=None) has no cap at all, so nothing stops it from growing "
+        "until the process runs out of memory; at least one of max_samples / max_bytes must be set (for a store "
+        "bounded only by its watermarks, or not at all, pass high_watermark_bytes and low_watermark_bytes "
+        "explicitly too)"
+    )):
+        LocalFeatureStore(max_samples=None, max_bytes=None)
+    watermarks_only = LocalFeatureStore(max_samples=None, max_bytes=None, high_watermark_bytes=300,
+                                        low_watermark_bytes=100)
+    assert (watermarks_only.capacity_bytes, watermarks_only.high_watermark_bytes) == (None, 300)
+
+
 def test_a_defaulted_watermark_is_named_as_such():
     with pytest.raises(ValueError, match=exact(
         "LocalFeatureStore(low_watermark_bytes=100) must be strictly less than high_watermark_bytes=100 (the "

@@ -85,10 +85,13 @@ class LocalFeatureStore(FeatureStore):
     (positional in that order), plus the keywords ``device`` and ``uri``.
 
     ``max_bytes``/``max_samples`` cap what is resident (a put past a cap raises
-    ``StoreFull``, a ``MemoryError``); ``None`` turns a cap off.  Passing
-    ``None`` for both is an explicit opt-out of every cap (the seed rejects
-    it; refqueue keeps it for the reference model's and the conformance
-    kit's unbounded store, see docs/MIGRATING.md).
+    ``StoreFull``, a ``MemoryError``); ``None`` turns a cap off.  As in the
+    seed, at least one cap must be set (``ValueError``), unless the caller
+    also passes the watermarks explicitly: ``max_samples=None,
+    max_bytes=None, high_watermark_bytes=..., low_watermark_bytes=...`` is a
+    store bounded by its watermarks only (or, with ``None`` for them, not at
+    all), the configuration the reference model and the conformance kit
+    use (see docs/MIGRATING.md).
 
     ``high_watermark_bytes``/``low_watermark_bytes`` set the flags of
     ``health()`` and so the backpressure of every queue on the store (D4).
@@ -121,6 +124,13 @@ class LocalFeatureStore(FeatureStore):
             max_bytes = DEFAULT_MAX_BYTES
         _check_cap("max_bytes", max_bytes, "byte")
         _check_cap("max_samples", max_samples, "sample")
+        if max_samples is None and max_bytes is None and high_watermark_bytes is _DEFAULT and low_watermark_bytes is _DEFAULT:
+            raise ValueError(
+                "LocalFeatureStore(max_samples=None, max_bytes=None) has no cap at all, so nothing stops it "
+                "from growing until the process runs out of memory; at least one of max_samples / max_bytes "
+                "must be set (for a store bounded only by its watermarks, or not at all, pass "
+                "high_watermark_bytes and low_watermark_bytes explicitly too)"
+            )
         defaulted = {
             name
             for name, value in (("high", high_watermark_bytes), ("low", low_watermark_bytes))
