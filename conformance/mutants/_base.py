@@ -12,6 +12,16 @@ reference model (so certifying it checks something).  Each rule of
 ``_requeue``        fail and reclaim               ``_expired``     what reclaim takes back
 ``_finish``         ack and dead-letter (scrub)    ``_next_paused`` the hysteresis step
 ``_drained``        the terminal None              ``_remember``    the dedup window
+``_effective``      residency the hysteresis sees  ``_admits``      whether a step enqueues
+
+Backpressure (D8): a blocking put that goes to wait *parks* its ref (its
+bytes join ``_parked_bytes``) until the call ends, however it ends, and wakes
+the other waiting producers (their effective residency just dropped).  A
+step looks at ``resident - parked - its own bytes`` (``_effective``: its own
+are discounted whether parked yet or not, so a one-step call parks nothing
+and is one atomic model ``put_step``), and enqueues its ref when not paused
+afterwards or when nothing is pending or leased (``_admits``: no consumer
+could free a byte; the pause stands).
 
 Locking rule: ``self._lock`` guards every field; ``_*_nowait`` methods and
 the helpers above run with it held and are the only code that changes
@@ -99,6 +109,14 @@ class DeadLetter:
     deliveries: int
 
 
+class _Parked:
+    """One blocking put's share of ``_parked_bytes``: whether its bytes count now."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+        self.counted = False
+
+
 @dataclass
 class _Entry:
     """A sample the queue holds (pending or leased)."""
@@ -160,6 +178,7 @@ class BaseQueue:
         self._dedup = dedup_window
         self._closed = False
         self._paused = False
+        self._parked_bytes = 0  # estimated_bytes of the refs parked in blocking puts (D8)
 
     # -- rules a mutant may override (all run with the lock held) ------------------
 
@@ -226,6 +245,19 @@ class BaseQueue:
             return False
         return not resident <= self._low if self._paused else resident >= self._high
 
+    def _effective(self, resident: int, own: int) -> int:
+        """What the hysteresis compares: the parked refs' bytes and the stepping
+        ref's own (``own``, when not parked yet) can only leave the store once
+        their producers are admitted (D8)."""
+        return max(0, resident - self._parked_bytes - own)
+
+    def _admits(self, paused: bool) -> bool:
+        """A step enqueues when not paused, or when the queue holds no work (D8)."""
+        return not paused or not self._has_work()
+
+    def _has_work(self) -> bool:
+        return bool(self._pending) or any(e.lease is not None for e in self._entries.values())
+
     def _drained(self) -> bool:
         return self._closed and not self._pending and not any(e.lease for e in self._entries.values())
 
@@ -247,34 +279,65 @@ class BaseQueue:
         self, ref: SampleRef, poll_interval: float = 0.05, abort_when: Callable[[], bool] | None = None
     ) -> None:
         _check_seconds("poll_interval", poll_interval)
-        while True:
-            enqueued, events = self._try_put_nowait(ref)
-            self._fire(events)
-            if enqueued:
-                return
-            if abort_when is not None and abort_when():
-                raise PutAborted(f"put_blocks_until_below({ref.sample_id!r}): abort_when() is true")
-            # Wait for a change of residency, close, or poll_interval; then take the next step.
-            deadline = time.monotonic() + poll_interval
+        parked = _Parked(getattr(ref, "estimated_bytes", 0))
+        try:
+            while True:
+                enqueued, events, seen = self._try_put_nowait(ref, parked)
+                self._fire(events)
+                if enqueued:
+                    return
+                if abort_when is not None and abort_when():
+                    raise PutAborted(f"put_blocks_until_below({ref.sample_id!r}): abort_when() is true")
+                # Park (once), then wait for a change of residency, a resume, a parking,
+                # close, or poll_interval, whichever comes first; then step again.
+                deadline = time.monotonic() + poll_interval
+                with self._lock:
+                    if not parked.counted:
+                        news = self._room_changes != seen  # something changed since the step
+                        self._park(parked)
+                        if not news:
+                            seen = self._room_changes  # our own parking is no news to us
+                    while self._room_changes == seen and (remaining := deadline - time.monotonic()) > 0:
+                        self._room.wait(remaining)
+        finally:
             with self._lock:
-                seen = self._room_changes
-                while self._room_changes == seen and (remaining := deadline - time.monotonic()) > 0:
-                    self._room.wait(remaining)
+                self._unpark(parked)
 
-    def _try_put_nowait(self, ref: SampleRef) -> tuple[bool, list[tuple[Callable[[Any], None] | None, Any]]]:
+    def _try_put_nowait(
+        self, ref: SampleRef, parked: _Parked
+    ) -> tuple[bool, list[tuple[Callable[[Any], None] | None, Any]], int]:
+        """One step: whether the ref was enqueued, the callbacks to fire, and the
+        count of room changes the step saw."""
         with self._lock:
-            self._validate_put("put_blocks_until_below", ref)
+            self._validate_put("put_blocks_until_below", ref)  # a rejection parks nothing
             health = self._store.health()
-            paused = self._next_paused(health.resident_bytes)
+            own = 0 if parked.counted else parked.nbytes
+            paused = self._next_paused(self._effective(health.resident_bytes, own))
             events = self._transition(paused, health)
-            if not paused:
+            admitted = self._admits(paused)
+            if admitted:
+                self._unpark(parked)
                 self._put_nowait("put_blocks_until_below", ref)
-            return not paused, events
+            return admitted, events, self._room_changes
+
+    def _park(self, parked: _Parked) -> None:
+        parked.counted = True
+        self._parked_bytes += parked.nbytes
+        self._room_changes += 1  # the others' effective residency just dropped
+        self._room.notify_all()
+
+    def _unpark(self, parked: _Parked) -> None:
+        if parked.counted:
+            parked.counted = False
+            self._parked_bytes -= parked.nbytes
 
     def _transition(self, paused: bool, health: Any) -> list[tuple[Callable[[Any], None] | None, Any]]:
         events = []
         if paused != self._paused:
             events.append((self._on_pause if paused else self._on_resume, health))
+            if not paused:  # a resume lets the other blocked producers step at once
+                self._room_changes += 1
+                self._room.notify_all()
         self._paused = paused
         return events
 
@@ -386,6 +449,11 @@ class BaseQueue:
     @property
     def is_paused(self) -> bool:
         return self._paused
+
+    @property
+    def parked_bytes(self) -> int:
+        with self._lock:
+            return self._parked_bytes
 
     def pending_count(self) -> int:
         with self._lock:

@@ -15,7 +15,11 @@ class ScrubbingStore(LocalFeatureStore):
     """A ``LocalFeatureStore`` whose ``release`` also drops the sample's data."""
 
     def __init__(self) -> None:
-        super().__init__(device="cpu")
+        # The kit's own store (refqueue.conformance.samples.default_store): no caps, no
+        # watermarks, so a replay of a counterexample on the base backend sees the same store.
+        super().__init__(
+            max_samples=None, max_bytes=None, high_watermark_bytes=None, low_watermark_bytes=None, device="cpu"
+        )
         self._refs: dict[str, Any] = {}  # sample id -> the ref of its last put
 
     def put(self, sample_id: str, tensors: Any, **meta: Any) -> Any:

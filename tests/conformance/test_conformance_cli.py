@@ -27,6 +27,9 @@ def test_certify_passes_and_writes_the_certificate(tmp_path, monkeypatch, capsys
     assert data["examples"] >= 5 and data["steps"] > 0
     assert set(data["coverage"]["world_graph"]) >= {"transitions", "transitions_total", "actions_never_tried"}
     assert data["capabilities"]["fifo"] is True
+    assert list(data["phases"]) == ["construction", "walks", "lockstep", "threads", "producers"]
+    assert list(data["phases"]["producers"]["checks"]) == ["deadlock", "orphan", "stress"]
+    assert "  producers     3 checks (deadlock, orphan, stress), 22 blocking puts, slowest " in out
     assert "**Verdict: PASS**" in (tmp_path / "conformance_mutants_base_make.md").read_text()
 
 
@@ -55,6 +58,13 @@ def test_certify_refuses_a_bad_target(capsys):
     )
 
 
+def test_certify_refuses_a_bad_producer_bound(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["certify", "--producer-bound", "0"])
+    assert exit_info.value.code == 2
+    assert "argument --producer-bound: 0.0 is not in (0, 3600); pass a number of seconds such as 1.0" in capsys.readouterr().err
+
+
 def test_certify_refuses_a_bad_steps_count(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["certify", "--steps", "0"])
@@ -67,8 +77,10 @@ def test_certify_validates_its_arguments():
         certify("conformance.mutants._base:make", profile="fast")
     with pytest.raises(ValueError, match=r"^steps must be an int >= 1 \(rules per lockstep example\), got 0$"):
         certify("conformance.mutants._base:make", steps=0)
-    with pytest.raises(ValueError, match=r"^phases must be a non-empty subset of \('construction', 'walks', 'lockstep', 'threads'\), got \('x',\)$"):
+    with pytest.raises(ValueError, match=r"^phases must be a non-empty subset of \('construction', 'walks', 'lockstep', 'threads', 'producers'\), got \('x',\)$"):
         certify("conformance.mutants._base:make", phases=("x",))
+    with pytest.raises(ValueError, match=r"^producer_bound must be a number of seconds in \(0, 3600\), got -1$"):
+        certify("conformance.mutants._base:make", producer_bound=-1)
 
 
 def test_pytest_plugin_runs_the_phases_of_a_backend(tmp_path):
@@ -82,7 +94,7 @@ def test_pytest_plugin_runs_the_phases_of_a_backend(tmp_path):
         text=True,
     )  # fmt: skip
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "3 failed, 1 passed" in run.stdout
+    assert "3 failed, 2 passed" in run.stdout  # construction and producers pass: close is not their concern
     assert "refqueue-conformance[walks]" in run.stdout and "refqueue-conformance[lockstep]" in run.stdout
     assert "Replay it with this test:" in run.stdout
 

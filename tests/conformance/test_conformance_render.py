@@ -9,6 +9,7 @@ from refqueue.conformance.harness import Failure, Harness, ModelConfig
 from refqueue.conformance.render import call_text, render_construction, render_test
 from refqueue.conformance.samples import LOCKSTEP_SIZES
 from refqueue.conformance.shrink import shrink
+from refqueue.errors import PutAborted
 
 BASE = "conformance.mutants._base:make"
 
@@ -44,6 +45,30 @@ def test_a_rendered_trace_replays_every_call_and_its_answer():
     run_source(source, "replay_on_base")  # the model's answers hold on the backend they came from
     with pytest.raises(AssertionError):  # and not on one that reclaims a tick late
         run_source(source.replace(BASE, "conformance.mutants.reclaim_strict:make"), "replay_on_mutant")
+
+
+@pytest.mark.torch
+def test_a_rendered_trace_replays_a_d8_pause_an_orphan_and_its_collection():
+    # s3 (3 units) and s1 (2 units) resident, high 4: s1's one-step put sees 5 - 2 = 3 < 4
+    # and is enqueued; s5's sees 7 - 2 = 5 >= 4 and pauses, with work pending: PutAborted.
+    config = ModelConfig(visibility_timeout=2.0, high=4, low=1)
+    h = Harness(load_backend(BASE), config, sizes=LOCKSTEP_SIZES)
+    orphan = h.store_put("s3")
+    h.producer_crash(orphan)
+    ref = h.store_put("s1")
+    h.try_put(ref)
+    blocked = h.store_put("s5")
+    h.try_put(blocked)
+    assert h.trace[-1].expect.kind == "aborted" and h.state.paused and h.state.parked == ()
+    h.collect(orphan)
+    source = render_test(h.trace, target=BASE, config=config, sizes=LOCKSTEP_SIZES, store=None, reason="x")
+    assert "# a producer dies before putting ref1; its data stays in the store (an orphan)" in source
+    assert "assert store.scrub(ref1) is True  # the orphan's owner collects it" in source
+    assert "with s.rejects('aborted'):" in source
+    run_source(source, "d8_replay_on_base")
+    run_source(source.replace(BASE, "refqueue.conformance.backends:inprocess"), "d8_replay_on_inprocess")
+    with pytest.raises(PutAborted):  # the pre-D8 rule pauses at s1 already (5 >= 4)
+        run_source(source.replace(BASE, "conformance.mutants.old_backpressure:make"), "d8_replay_on_old")
 
 
 def test_call_text_names_each_call():

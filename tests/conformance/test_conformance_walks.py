@@ -3,7 +3,7 @@
 import pytest
 
 from refqueue.conformance import load_backend
-from refqueue.conformance.walks import Coverage, cover, random_walks, world_graph
+from refqueue.conformance.walks import Coverage, cover, drivable, random_walks, world_graph
 from refqueue.model.world import make_world
 
 pytestmark = pytest.mark.torch
@@ -61,3 +61,54 @@ def test_the_cover_stops_at_the_first_divergence():
 def test_random_walks_validate_their_counts():
     with pytest.raises(ValueError, match=r"^random_walks\(walks=-1\): walks must be an int >= 0$"):
         random_walks(load_backend("conformance.mutants._base:make"), walks=-1, length=3, seed=0)
+
+
+def test_the_cover_drives_orphans_copies_and_re_puts():
+    # ProducerCrash, CollectOrphan (store.scrub of the orphan), AckCopy/FailCopy and a
+    # re-put of 'a' after it completed: every transition, on the base and on the in-process queue.
+    world = make_world(
+        samples=("a", "b", "a"), consumers=1, horizon=1, producer_crash=True, retain_copies=True, max_deliveries=1
+    )
+    wg = world_graph(world)
+    assert {"ProducerCrash", "CollectOrphan", "AckCopy", "FailCopy"} <= {edge[1] for edge in wg.edges}
+    for target in ("conformance.mutants._base:make", "refqueue.conformance.backends:inprocess"):
+        coverage = Coverage.of(wg)
+        result = cover(load_backend(target), coverage=coverage, wg=wg)
+        assert result.failure is None, (target, result.failure and result.failure.message)
+        assert coverage.to_dict()["actions_never_tried"] == []
+
+
+def test_several_producers_are_driven_only_without_watermarks():
+    # Without watermarks nothing is ever parked: the kit can drive two producers.
+    wg = world_graph(make_world(samples=2, consumers=1, horizon=1, producers=2, high=None, low=None))
+    assert {edge[2] for edge in wg.edges if edge[1] == "StorePut"} == {0, 1}
+    result = cover(load_backend("conformance.mutants._base:make"), wg=wg)
+    assert result.failure is None
+    # With watermarks the other producers' parked bytes change decisions (D8): refused.
+    world = make_world(samples=2, consumers=1, horizon=1, producers=2)
+    with pytest.raises(ValueError, match=r"^the world has 2 producers and watermarks: a blocked producer's parked"):
+        drivable(world)
+    with pytest.raises(ValueError, match=r"2 producers and watermarks"):
+        random_walks(load_backend("conformance.mutants._base:make"), walks=1, length=1, seed=0, wg=world_graph(world))
+
+
+def test_worlds_the_kit_cannot_drive_are_refused():
+    with pytest.raises(ValueError, match=r"^the world uses the anchor's consumer stop rule"):
+        drivable(make_world(samples=1, consumers=1, anchor_consumer=True))
+    with pytest.raises(ValueError, match=r"^the world stores 'a' with 1 and with 2 units"):
+        drivable(make_world(samples=("a", "a"), sample_bytes=(1, 2), consumers=1))
+
+
+def test_the_default_world_has_one_producer_and_no_parked_bytes_in_the_kit():
+    # One producer: the only parked ref is the stepping one's own, so the graph's
+    # parked set never changes a decision, and the kit's state matches ignoring it.
+    wg = world_graph(make_world(samples=3, consumers=1, horizon=1))
+    assert wg.world.producers == 1
+    parked = {n for n, node in enumerate(wg.graph.nodes) if node.state.parked}
+    assert parked
+    coverage = Coverage.of(wg)
+    result = random_walks(
+        load_backend("conformance.mutants._base:make"), walks=60, length=20, seed=1, wg=wg, coverage=coverage
+    )
+    assert result.failure is None
+    assert coverage.nodes & parked  # the walks went through nodes with a parked ref

@@ -53,6 +53,20 @@ def test_an_empty_acquire_may_precede_a_put_it_overlaps():
     assert v.order[:2] == (1, 0)
 
 
+def test_a_one_step_blocking_put_discounts_its_own_bytes():
+    # high 2, low 1, both samples resident: each put_blocks_until_below(ref,
+    # abort_when=lambda: True) is the model's put_step, which does not count the
+    # ref's own stored unit (D8), so both are enqueued.  Counting it (the pre-D8
+    # rule) would pause at 'a' and refuse 'b' with PutAborted.
+    h = load("ok_put_blocks_discounts_own_bytes")
+    assert check(h).ok
+    aborted = dataclasses.replace(h.events[1], returned=None, raised="aborted", error="PutAborted: paused")
+    pending = dataclasses.replace(h.events[2], returned=1)
+    v = check(dataclasses.replace(h, events=(h.events[0], aborted, pending)))
+    assert v.result == ILLEGAL and v.blocker == 1
+    assert v.model_says == "put_blocks returns None"
+
+
 def test_a_tick_overlapping_an_acquire_may_set_its_deadline():
     h = load("ok_tick_during_acquire")
     v = check(h)

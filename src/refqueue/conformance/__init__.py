@@ -11,7 +11,8 @@ The pieces: ``harness`` (one backend in lockstep with the model, every
 observable compared), ``lockstep`` (the Hypothesis state machine over it),
 ``walks`` (random walks on, and an exhaustive cover of, the explorer's world
 graph), ``history`` and ``linearizability`` (real multi-threaded histories
-and their Wing & Gong check against the model), ``render`` (a failing run as
+and their Wing & Gong check against the model), ``producers`` (several
+producers blocked at once, with real threads: D8), ``render`` (a failing run as
 a pytest function), ``certify`` (all of it, and the certificate).  Importing this package needs neither torch nor
 Hypothesis; running a certification needs both.
 """

@@ -19,6 +19,17 @@ A certification runs these phases, stopping at the first failure:
                   not; the failure says which it was.  History k of a run
                   with ``seed`` S is recorded with seed ``1000 * S + k``; a
                   failure's replay records them again
+``producers``     several producers blocked in ``put_blocks_until_below`` at
+                  once, with real threads and bounded waits
+                  (``refqueue.conformance.producers``, D8): the two-producer
+                  deadlock of the pre-D8 rule (``high = 2b``, ``low = b``, no
+                  consumer: both admitted), an orphan holding the store at
+                  ``high``, and a stress run of three producers, a crashing
+                  one and two consumers; every blocked producer must return
+                  within the profile's ``producer_bound`` (default 1 s), no
+                  thread may hang, and admitted work must stay below ``high +
+                  largest`` sample.  A failure's replay runs the failing
+                  check again
 
 The certificate records the backend, the kit's version, the profile, the
 seed, examples and steps, the coverage of the world graph (share of its
@@ -30,6 +41,7 @@ function that replays it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import re
@@ -74,13 +86,15 @@ class Profile:
     history_ops: int = 400  # calls per history (all threads together)
     history_threads: int = 4  # threads per history (one controller, the rest workers)
     history_steps: int = 200_000  # the checker's budget of model steps per history
+    producer_bound: float = 1.0  # seconds a blocked producer may wait once consumers drained what they can
+    producer_samples: int = 6  # samples each producer of the producers phase's stress check puts
 
 
 PROFILES: dict[str, Profile] = {
     "ci": Profile("ci", examples=1000, steps_per_example=50, walks=2000, walk_length=40, hypothesis_profile="ci"),
     "deep": Profile(
         "deep", examples=2000, steps_per_example=200, walks=20000, walk_length=60, hypothesis_profile="deep",
-        histories=200, history_ops=1000, history_steps=1_000_000,
+        histories=200, history_ops=1000, history_steps=1_000_000, producer_samples=20,
     ),
 }
 
@@ -281,7 +295,7 @@ def _construction_failure(
 # -- the whole run ---------------------------------------------------------------------
 
 
-PHASES = ("construction", "walks", "lockstep", "threads")
+PHASES = ("construction", "walks", "lockstep", "threads", "producers")
 
 
 def certify(
@@ -293,11 +307,14 @@ def certify(
     exhaustive: bool = False,
     progress: Progress | None = None,
     phases: tuple[str, ...] = PHASES,
+    producer_bound: float | None = None,
 ) -> Certificate:
     """Certify ``backend`` (a ``Backend`` or ``"module:factory"``); see the module docstring.
 
     ``steps`` overrides the profile's rules per lockstep example; ``phases``
-    runs a subset of ``PHASES`` (the pytest plugin runs one per test).
+    runs a subset of ``PHASES`` (the pytest plugin runs one per test);
+    ``producer_bound`` overrides the profile's bound (seconds) on a blocked
+    producer of the producers phase.
     """
     unknown = [p for p in phases if p not in PHASES]
     if unknown or not phases:
@@ -312,6 +329,10 @@ def certify(
         raise ValueError(f"steps must be an int >= 1 (rules per lockstep example), got {steps!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {seed!r}")
+    if producer_bound is not None:
+        if isinstance(producer_bound, bool) or not isinstance(producer_bound, (int, float)) or not 0 < producer_bound < 3600:
+            raise ValueError(f"producer_bound must be a number of seconds in (0, 3600), got {producer_bound!r}")
+        profile = dataclasses.replace(profile, producer_bound=float(producer_bound))
     lacking = _lacking_for_walks(backend)
     if exhaustive and lacking:
         raise ValueError(
@@ -332,6 +353,7 @@ def certify(
         "walks": _walks_phase,
         "lockstep": _lockstep_phase,
         "threads": _threads_phase,
+        "producers": _producers_phase,
     }
     try:
         for name in PHASES:
@@ -590,6 +612,85 @@ def _render_threads(
         "        )",
         f"        verdict = check(history, max_steps={max_steps}, timeout=None)",
         "        assert verdict.ok, verdict.describe()",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _producers_phase(
+    cert: Certificate, backend: Backend, profile: Profile, seed: int, steps: int | None, exhaustive: bool, bar: Progress
+) -> bool:
+    from refqueue.conformance.producers import CHECKS, check_producers
+
+    bar.start("producers", len(CHECKS))
+    report = check_producers(backend, seed=seed, bound=profile.producer_bound, samples=profile.producer_samples)
+    bar.update(len(report.checks), "checks")
+    if report.skipped is not None:
+        cert.phases["producers"] = {"steps": 0, "skipped": report.skipped}
+        return True
+    checks = report.checks
+    stress = checks.get("stress", {})
+    cert.phases["producers"] = _timed(
+        report.steps,
+        report.seconds,
+        checks={name: c["what"] for name, c in checks.items()},
+        bound_s=report.bound,
+        check_seconds={name: c["seconds"] for name, c in checks.items()},
+        blocking_puts=sum(c["blocking_puts"] for c in checks.values()),
+        slowest_put_s=max((c["slowest_put_s"] for c in checks.values()), default=0.0),
+        max_work_bytes=stress.get("max_work_bytes"),
+        work_bound_bytes=stress.get("work_bound_bytes"),
+        max_resident_bytes=stress.get("max_resident_bytes"),
+        resident_bound_bytes=stress.get("resident_bound_bytes"),
+    )
+    if report.ok:
+        return True
+    earlier = sum(int(p.get("steps", 0)) for name, p in cert.phases.items() if name != "producers")
+    cert.failure = {
+        "phase": "producers",
+        "message": report.failure,
+        "steps_to_failure": earlier + report.steps,
+        "phase_steps_to_failure": report.steps,
+        "trace_steps": 0,
+        "check": report.failed_check,
+    }
+    cert.counterexample = _render_producers(cert, report, seed, profile)
+    return False
+
+
+def _render_producers(cert: Certificate, report: Any, seed: int, profile: Profile) -> str:
+    """A pytest module that runs the failing check of the producers phase again.
+
+    Threads cannot be replayed call by call: the test runs the check again
+    with the same seed and bound; on the backend that failed it fails again.
+    """
+    doc = [
+        f"Counterexample: {cert.backend} diverges from the reference model.",
+        "",
+        *str(report.failure).splitlines(),
+        "",
+        f"Found by the refqueue conformance kit {cert.kit_version} (profile {cert.profile}, seed {cert.seed}, "
+        f"phase producers).",
+        "Threads cannot be replayed call by call: this test runs the failing check again (same seed and",
+        "bound, new threads); every wait in it is bounded.",
+    ]
+    doc = [line.replace("\\", "\\\\").replace('"""', "'''") for line in doc]
+    lines = [
+        '"""' + doc[0],
+        *doc[1:],
+        "",
+        "Replay: python -m pytest <this file>  (from the directory the backend's module imports from)",
+        '"""',
+        "",
+        "from refqueue.conformance.producers import check_producers",
+        "",
+        "",
+        "def test_counterexample():",
+        "    report = check_producers(",
+        f"        {cert.backend!r}, seed={seed!r}, bound={report.bound!r}, samples={profile.producer_samples!r},",
+        f"        checks=({report.failed_check!r},),",
+        "    )",
+        "    assert report.ok, report.failure",
         "",
     ]
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """``refqueue certify [MODULE:FACTORY] [--profile ci|deep] [--steps N] [--seed S]
-[--report DIR] [--exhaustive]``: certify a backend against the reference model.
+[--report DIR] [--exhaustive] [--producer-bound SECONDS]``: certify a backend
+against the reference model.
 
 Exit status: 0 with a certificate (JSON and Markdown) in the report folder;
 1 when the backend diverges from the model, after printing the shortest
@@ -31,6 +32,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds; pass e.g. 1.0") from None
+    if not 0 < value < 3600:
+        raise argparse.ArgumentTypeError(f"{value} is not in (0, 3600); pass a number of seconds such as 1.0")
+    return value
+
+
 def _seed(text: str) -> int:
     try:
         return int(text)
@@ -59,6 +70,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="take every transition of the explorer's world graph instead of random walks",
     )
+    parser.add_argument(
+        "--producer-bound",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="how long a producer blocked in put_blocks_until_below may wait once the consumers drained "
+        "what they can, in the producers phase (default: the profile's, 1 s)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="draw no progress bar")
 
 
@@ -80,6 +99,7 @@ def run(args: Any) -> int:
             steps=args.steps,
             exhaustive=args.exhaustive,
             progress=Progress(enabled=not args.no_progress),
+            producer_bound=args.producer_bound,
         )
     except ValueError as exc:
         print(f"refqueue certify: {exc}", file=sys.stderr)
@@ -114,6 +134,18 @@ def summary(cert: Any, paths: dict[str, Any]) -> str:
                 f"  {name:<13} {histories} of {p['threads']} threads, {p['steps']:,} operations, "
                 f"{p['seconds']} s; linearizable: {v['ok']} ok, {v['illegal']} illegal, {v['unknown']} unknown"
             )
+            continue
+        if name == "producers":
+            lines.append(
+                f"  {name:<13} {len(p['checks'])} checks ({', '.join(p['checks'])}), {p['blocking_puts']:,} blocking "
+                f"puts, slowest {p['slowest_put_s']} s (bound {p['bound_s']} s), {p['steps']:,} calls, {p['seconds']} s"
+            )
+            if p.get("work_bound_bytes"):
+                lines.append(
+                    f"  {'':<13} admitted work at most {p['max_work_bytes']:,} bytes (bound: below "
+                    f"{p['work_bound_bytes']:,}), residency at most {p['max_resident_bytes']:,} bytes (bound "
+                    f"{p['resident_bound_bytes']:,})"
+                )
             continue
         what = f"{p['examples']:,} examples" if name == "lockstep" else f"{p['walks']:,} walks"
         if p.get("replays"):

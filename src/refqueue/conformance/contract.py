@@ -24,7 +24,8 @@ The factory may carry two attributes:
     FIFO, honouring the injected clock)
 ``make_store``
     a zero-argument callable returning the ``FeatureStore`` to run against
-    (default: the kit's ``LocalFeatureStore(device="cpu")``)
+    (default: the kit's ``LocalFeatureStore(device="cpu")`` with the caps and
+    watermarks each run asks for, all others off)
 
 The kit drives a backend only through that public API, never through private
 attributes, and maps a rejected call to the model's rejection kind with

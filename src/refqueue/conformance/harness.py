@@ -362,10 +362,16 @@ class Harness:
             self.put_ref[ref.sample_id] = ref_name
 
     def try_put(self, ref_name: str) -> None:
-        """One step of the blocking put: ``q.put_blocks_until_below(ref, abort_when=lambda: True)``."""
+        """One step of the blocking put: ``q.put_blocks_until_below(ref, abort_when=lambda: True)``.
+
+        That call is the model's ``put_step`` (D8): one ``try_put`` against the
+        effective residency, the ref's own bytes (its size in units) not
+        counted, and the call returns either way, so the ref is never left
+        parked (``state.parked`` stays empty in a harness run).
+        """
         ref = self.refs[ref_name]
         before = self.state
-        out = A.try_put(self.cfg, before, ref.sample_id)
+        out = A.put_step(self.cfg, before, ref.sample_id, self.sizes[ref.sample_id])
         if out.error is None:
             resident = before.resident_bytes * UNIT_BYTES
             self.events += tuple((event, resident) for event in out.value.events)
@@ -557,6 +563,25 @@ class Harness:
         """A consumer crashes holding ``name``: nothing happens to the queue (a trace marker)."""
         step = self._apply("crash", (name,), A.Outcome(self.state, None, None))
         self._observe(step)
+
+    def producer_crash(self, ref_name: str) -> None:
+        """A producer dies between ``store.put`` and the queue's put of ``ref_name``: its
+        data becomes an orphan (a trace marker; a one-step put never leaves the ref parked,
+        so the model's ``abort_put`` changes nothing here)."""
+        ref = self.refs[ref_name]
+        out = A.abort_put(self.cfg, self.state, ref.sample_id)
+        step = self._apply("producer_crash", (ref_name,), out)
+        self._observe(step)
+
+    def collect(self, ref_name: str) -> None:
+        """``store.scrub(ref)`` of an orphan (the model's ``drop``): the data of a
+        sample stored but never enqueued leaves the store; the call returns True."""
+        ref = self.refs[ref_name]
+        out = A.drop(self.cfg, self.state, ref.sample_id)
+        if out.error is not None:
+            raise ValueError(f"collect({ref_name}): {out.error.message}")
+        step = self._apply("collect", (ref_name,), out._replace(value=True))
+        self._run(step, lambda: self.store.scrub(ref), True)
 
     def stop(self) -> None:
         """A consumer stops: ``acquire_nowait()`` is None and ``is_drained`` is True."""

@@ -157,6 +157,7 @@ class _Context:
         self.events = history.events
         self.epoch = history.epoch
         self.deadlines = history.deadlines
+        self.stored = dict(history.stored)  # sample id -> the size in units of its ref
         c, s = history.config, history.store
         self.cfg: Config = make_config(
             visibility_timeout=c["visibility_timeout"],
@@ -208,7 +209,10 @@ class _Context:
         if call == "put":
             return A.put(cfg, state, args[0])
         if call == "put_blocks":
-            out = A.try_put(cfg, state, args[0])
+            # put_blocks_until_below(ref, abort_when=lambda: True) is exactly the
+            # model's put_step (D8): one step, the ref's own bytes (its size in
+            # units, as stored before the history) not counted, never left parked.
+            out = A.put_step(cfg, state, args[0], self.stored.get(args[0], 0))
             if out.error is None and not out.value.enqueued:
                 return A.Outcome(out.state, None, A.Rejection("aborted", "paused, and abort_when() is true"))
             return A.Outcome(out.state, None, out.error)

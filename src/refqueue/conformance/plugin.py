@@ -1,10 +1,11 @@
 """The pytest plugin (entry point ``refqueue`` in group ``pytest11``).
 
 ``pytest --refqueue-backend=MODULE:FACTORY`` adds the conformance kit's
-phases to the run as four tests, ``refqueue-conformance[construction]``,
-``[walks]``, ``[lockstep]`` and ``[threads]`` (``[walks]`` is the exhaustive
-cover with ``--refqueue-exhaustive``); ``--refqueue-profile`` and ``--refqueue-seed``
-choose as ``refqueue certify`` does.  A failing phase reports the shortest
+phases to the run as five tests, ``refqueue-conformance[construction]``,
+``[walks]``, ``[lockstep]``, ``[threads]`` and ``[producers]`` (``[walks]`` is
+the exhaustive cover with ``--refqueue-exhaustive``); ``--refqueue-profile``,
+``--refqueue-seed`` and ``--refqueue-producer-bound`` choose as
+``refqueue certify`` does.  A failing phase reports the shortest
 failing run and the pytest function that replays it.  Without the option the
 plugin adds nothing and imports nothing heavy.
 """
@@ -30,6 +31,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--refqueue-seed", type=int, default=0, help="seed of the walks and of Hypothesis (default: 0)")
     group.addoption(
         "--refqueue-exhaustive", action="store_true", help="take every transition of the world graph instead of walks"
+    )
+    group.addoption(
+        "--refqueue-producer-bound",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a blocked producer may wait in the producers phase (default: the profile's, 1 s)",
     )
 
 
@@ -59,6 +67,7 @@ class ConformanceItem(pytest.Item):
             seed=config.getoption("refqueue_seed"),
             exhaustive=config.getoption("refqueue_exhaustive"),
             phases=(self.phase,),
+            producer_bound=config.getoption("refqueue_producer_bound"),
         )
         for name, phase in cert.phases.items():
             self.user_properties.append((f"{name}_steps", phase.get("steps", 0)))

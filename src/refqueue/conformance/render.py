@@ -66,6 +66,10 @@ def call_text(step: Step) -> str:
         return "s.foreign_lease()"
     if op == "crash":
         return f"(a consumer crashes holding {args[0]})"
+    if op == "producer_crash":
+        return f"(a producer dies before putting {args[0]}: its data is an orphan)"
+    if op == "collect":
+        return f"store.scrub({args[0]})"
     if op == "get":
         return f"store.get({args[0]}.ref)"
     if op == "release":
@@ -107,6 +111,10 @@ def _statements(step: Step) -> list[str]:
         return [f"{result} = {call}"]
     if op == "crash":
         return [f"# a consumer crashes holding {step.args[0]}; the queue is not told"]
+    if op == "producer_crash":
+        return [f"# a producer dies before putting {step.args[0]}; its data stays in the store (an orphan)"]
+    if op == "collect":
+        return [f"assert {call} is True  # the orphan's owner collects it"]
     if op == "get":
         n = result[len("handle") :] if result else ""
         sample_id = step.args[1]

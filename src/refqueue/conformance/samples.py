@@ -83,7 +83,8 @@ def default_store(
     low: int | None = None,
 ) -> Any:
     """The kit's store: ``LocalFeatureStore(device="cpu")`` with the given
-    caps and watermarks, in units."""
+    caps and watermarks, in units (``None`` turns one off: every argument is
+    passed explicitly, so the store's own defaults never apply)."""
     from refqueue.stores.local import LocalFeatureStore
 
     def real(units: int | None) -> int | None:

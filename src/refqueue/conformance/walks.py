@@ -1,17 +1,37 @@
 """Drive a backend along paths of the explorer's world graph.
 
 The explorer's graph (``refqueue.model.explorer.build_graph(make_world())``:
-at the default bounds 26,308 nodes and 141,515 transitions) holds every
+at the default bounds 133,944 nodes and 850,536 transitions) holds every
 state one producer, two consumers and the environment can reach, and every
 transition between them.  Each transition maps to backend calls through the
 ``Harness`` (which compares every answer and observable with the model):
 
-    StorePut  store.put              Get      store.get(lease.ref)
-    TryPut    one blocking-put step  Release  store.release(handle)
-    Acquire   acquire_nowait()       Ack/Fail ack/fail with the consumer's lease
-    Extend    extend(lease)          Crash    the consumer forgets its lease
-    Stop      acquire_nowait() is None and is_drained
-    ReclaimExpired, Close, Tick      reclaim_expired(), close(), clock.advance(1)
+    StorePut(p)  store.put of the sample producer p starts (the dst node's producers[p])
+    TryPut(p)    one blocking-put step of producer p's ref (the src node's producers[p])
+    Acquire      acquire_nowait()        Get      store.get(lease.ref)
+    Ack/Fail     ack/fail with the consumer's lease
+    Extend       extend(lease)           Release  store.release(handle)
+    Crash        the consumer forgets its lease
+    Stop         acquire_nowait() is None and is_drained
+    ReclaimExpired, Close, Tick          reclaim_expired(), close(), clock.advance(1)
+
+and, in worlds that enable them (the default does not):
+
+    AckCopy/FailCopy  ack/fail with a copy of the lease the consumer gave back (stale: False)
+    ProducerCrash(p)  producer p dies before its put (a trace marker; its data is an orphan)
+    CollectOrphan(s)  store.scrub(ref) of the orphan s
+
+A blocking-put step is ``put_blocks_until_below(ref, abort_when=lambda:
+True)``, the model's ``put_step``: it never leaves the ref parked, while the
+world's ``TryPut`` may (a blocked producer stays parked until its next step).
+The kit therefore compares its model state with the graph's *ignoring*
+``parked``.  That is exact with one producer, as in the default world: the
+only parked ref is the stepping producer's own, and a step discounts its own
+bytes whether or not it was parked already, so the parked set never changes
+a decision.  With several producers and watermarks, the other producers'
+parked bytes would change decisions the kit cannot reproduce one step at a
+time; such a world is refused (the ``producers`` phase of ``certify`` checks
+blocked producers with real threads instead).
 
 A backend cannot be snapshotted, so a path always starts from a fresh
 backend at the initial node.  Two drivers:
@@ -44,9 +64,10 @@ from refqueue.conformance.contract import Backend
 from refqueue.conformance.harness import Divergence, Failure, Harness, ModelConfig
 from refqueue.conformance.shrink import shrink
 from refqueue.model.explorer import StateGraph, build_graph
+from refqueue.model.state import State
 from refqueue.model.world import World, make_world
 
-__all__ = ["Coverage", "WorldGraph", "WalkResult", "cover", "random_walks", "world_graph"]
+__all__ = ["Coverage", "WorldGraph", "WalkResult", "cover", "drivable", "random_walks", "world_graph"]
 
 
 @dataclass
@@ -135,12 +156,41 @@ class WalkResult:
     seconds: float = 0.0
 
 
+def drivable(world: World) -> None:
+    """Raise ``ValueError`` naming what the kit cannot drive in ``world``, if anything."""
+    if world.producers > 1 and world.cfg.high is not None:
+        raise ValueError(
+            f"the world has {world.producers} producers and watermarks: a blocked producer's parked bytes "
+            f"(D8) change the other producers' decisions, and the kit drives a blocking put one step at a "
+            f"time (abort_when=lambda: True), which never leaves a ref parked; walk a world with one "
+            f"producer (the producers phase checks several blocked producers with real threads)"
+        )
+    if world.anchor_consumer:
+        raise ValueError(
+            "the world uses the anchor's consumer stop rule (a documented counterexample, D3); the kit "
+            "drives only the protocol's own consumers"
+        )
+    sizes: dict[str, int] = {}
+    for sample_id, size in zip(world.samples, world.sizes):
+        if sizes.setdefault(sample_id, size) != size:
+            raise ValueError(
+                f"the world stores {sample_id!r} with {sizes[sample_id]} and with {size} units; the kit's "
+                f"samples keep their size across incarnations (refqueue.conformance.samples)"
+            )
+
+
+def _parked_ignored(state: State) -> State:
+    return state._replace(parked=()) if state.parked else state
+
+
 class _Run:
     """One backend walking the graph: a harness plus which lease and handle
-    each world consumer holds (by harness name)."""
+    each world consumer holds, and which lease it kept a copy of (by harness
+    name)."""
 
     def __init__(self, backend: Backend, wg: WorldGraph) -> None:
         world = wg.world
+        drivable(world)
         cfg = world.cfg
         self.wg = wg
         own_store = backend.make_store is not None
@@ -156,18 +206,28 @@ class _Run:
         self.h = Harness(backend, config, sizes=dict(zip(world.samples, world.sizes)), store=store, clock_start=0.0)
         self.leases: list[str | None] = [None] * world.consumers
         self.handles: list[str | None] = [None] * world.consumers
+        self.kept: list[str | None] = [None] * world.consumers  # retain_copies: the lease last given back
         self.node = 0
         self.actions: list[tuple[str, object]] = []  # (action, arg) of each transition taken
 
     def take(self, e: int) -> None:
         """Make transition ``e`` (from the current node) on the backend."""
-        _src, action, arg, dst, _value = self.wg.edges[e]
+        src, action, arg, dst, _value = self.wg.edges[e]
+        nodes = self.wg.graph.nodes
         self.actions.append((action, arg))
         h = self.h
         if action == "StorePut":
-            h.store_put(arg)
+            h.store_put(nodes[dst].producers[arg])  # type: ignore[index]
         elif action == "TryPut":
-            h.try_put(h.latest_ref[arg])
+            h.try_put(h.latest_ref[nodes[src].producers[arg]])  # type: ignore[index]
+        elif action == "ProducerCrash":
+            h.producer_crash(h.latest_ref[nodes[src].producers[arg]])  # type: ignore[index]
+        elif action == "CollectOrphan":
+            h.collect(h.latest_ref[arg])  # type: ignore[index]
+        elif action in ("AckCopy", "FailCopy"):
+            twin = h.copy(self.kept[arg], "copy")  # type: ignore[arg-type,index]
+            (h.ack if action == "AckCopy" else h.fail)(twin)
+            self.kept[arg] = None  # type: ignore[index]
         elif action == "Acquire":
             self.leases[arg] = h.acquire()
         elif action == "Get":
@@ -177,14 +237,17 @@ class _Run:
             self.handles[arg] = None
         elif action in ("Ack", "Fail"):
             (h.ack if action == "Ack" else h.fail)(self.leases[arg])
+            if self.wg.world.retain_copies:
+                self.kept[arg] = self.leases[arg]
             self.leases[arg] = None
         elif action == "Extend":
             h.extend(self.leases[arg], None)
         elif action == "Crash":
             h.crash(self.leases[arg])
-            self.leases[arg] = self.handles[arg] = None
+            self.leases[arg] = self.handles[arg] = self.kept[arg] = None
         elif action == "Stop":
             h.stop()
+            self.kept[arg] = None  # type: ignore[index]
         elif action == "ReclaimExpired":
             h.reclaim()
         elif action == "Close":
@@ -193,10 +256,13 @@ class _Run:
             h.tick(1)
         else:
             raise ValueError(f"the world graph has an action the kit does not know: {action!r}")
-        if h.state != self.wg.graph.nodes[dst].state:
+        # The kit's steps never leave a ref parked; with one producer the
+        # graph's parked set never changes a decision (see the module docstring).
+        if h.state != _parked_ignored(nodes[dst].state):
             raise RuntimeError(
                 f"the kit's model state differs from the world graph's after {action}({arg}); the "
-                f"backend's own store must hold {len(self.h.sizes)} samples of one unit"
+                f"backend's own store must hold every sample of the world "
+                f"({sum(self.wg.world.sizes)} units) under its capacity and sample cap"
             )
         self.node = dst
 
