@@ -475,6 +475,21 @@ class FeatureDataLoader:
             return len(self._buffer) - self._refusals_buffered
 
     @property
+    def queue(self) -> Any:
+        return self._queue
+
+    @property
+    def store(self) -> FeatureStore:
+        return self._store
+
+    @property
+    def poll_interval(self) -> float:
+        """Seconds each ``acquire`` waits at most (``acquire_poll_interval``, the seed's name)."""
+        return self._poll_interval
+
+    acquire_poll_interval = poll_interval
+
+    @property
     def algorithm(self) -> FeatureAlgorithm | None:
         """What the loader trains on: as given, else taken from the first ref (None before it)."""
         with self._lock:

@@ -39,6 +39,7 @@ def test_the_seeds_constructor_works_as_it_is():
     FeatureDataLoader(queue, store)
     FeatureDataLoader(queue, store, FeatureAlgorithm.EAGLE3, 0.01)
     loader = FeatureDataLoader(queue=queue, store=store, algorithm=None, acquire_poll_interval=0.01)
+    assert (loader.queue, loader.store, loader.acquire_poll_interval) == (queue, store, 0.01)
     assert [b.input_ids.shape for b in loader] == [torch.Size([0])] * 2
 
 
