@@ -1,6 +1,7 @@
 """Every config of spec/manifest.json comes out of TLC as recorded: safety and
 liveness configs hold with the recorded state counts, each counterexample
-config is caught with its property named and a trace printed."""
+config is caught with its property named and a trace printed; an agreement
+config's graph equals its world's."""
 
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from refqueue.spec_check.manifest import load_manifest
 SPEC_DIR = Path(__file__).resolve().parents[2] / "spec"
 
 # Configs whose check takes about 20 s or more on two shared cores.
-SLOW = {"MCLiveness"}
+SLOW = {"MCLiveness", "MCAgreement"}
 
 ENTRIES = [
     pytest.param(e, id=e.name, marks=[pytest.mark.tlc] + ([pytest.mark.slow] if e.name in SLOW else []))
@@ -31,4 +32,9 @@ def test_config_comes_out_as_the_manifest_says(entry):
     else:
         assert report.run.trace == []
     if entry.agreement is not None:
-        assert report.agreement is not None and report.agreement.ok
+        agreement = report.agreement
+        assert agreement is not None and agreement.ok, (agreement and agreement.message, agreement and agreement.details)
+        assert agreement.tlc_states == agreement.python_states == entry.distinct_states
+        assert agreement.tlc_transitions == agreement.python_transitions > 0
+    else:
+        assert report.agreement is None

@@ -1,46 +1,118 @@
 """Each fairness condition of FairSpec is needed: with any one of them left
-out, TLC finds a liveness property violated (and with all of them, none).
-Run on a scratch copy of spec/ with MCLiveness cut down to two samples."""
+out (or the strong fairness weakened to weak), TLC finds a liveness property
+violated, and with all of them none is.
 
+Run on scratch copies of spec/: MCLiveness cut down to two samples of 3 and 1
+bytes (3 = High, so a producer still parks behind the larger one) and
+MCAckLiveness as it is (a fault budget, where crashing runs out).  Each case
+checks only the property it must violate, so TLC names it."""
+
+import re
 import shutil
 
 import pytest
 
-from refqueue.spec_check.tlc import run_tlc
+from refqueue.spec_check.tlc import cfg_properties, run_tlc
 
+# FairSpec's conjuncts after Spec, as the spec writes them.
 FAIRNESS = {
     "idle consumers acquire": r"/\ \A c \in Consumers : WF_vars(Acquire(c))",
-    "leases are given back": r"/\ \A c \in Consumers : WF_vars(Ack(c) \/ Fail(c) \/ Crash(c))",
+    "leases are given back": r"/\ \A c \in Consumers : SF_vars(Ack(c) \/ Fail(c) \/ Crash(c))",
+    "data is released": r"/\ \A c \in Consumers : WF_vars(Release(c))",
+    "drained consumers stop": r"/\ \A c \in Consumers : WF_vars(Stop(c))",
     "reclaim runs": r"/\ WF_vars(ReclaimExpired)",
     "time advances": r"/\ WF_vars(Tick)",
-    "the producer retries": r"/\ WF_vars(\E s \in SampleSet : TryPut(s))",
+    "blocked producers keep stepping": r"/\ \A p \in Producers : WF_vars(TryPut(p))",
 }
 
+LIVENESS = "MCLiveness"  # cut down, see _copy
+ACK_LIVENESS = "MCAckLiveness"
 
-def _check_liveness(spec_dir, tmp_path, drop: str | None):
+# name -> (the conjunct's replacement: None drops it, the config, the property TLC must find violated)
+CASES = {
+    "idle consumers acquire": (None, LIVENESS, "EverySampleEventuallyAckedOrDead"),
+    "leases are given back": (None, LIVENESS, "EverySampleEventuallyAckedOrDead"),
+    # In MCLiveness a consumer holding data may still crash (strong fairness
+    # on Crash), which drops the data; only once a fault budget is spent
+    # must it release, so the need shows in MCAckLiveness.
+    "data is released": (None, ACK_LIVENESS, "EverySampleEventuallyAckedOrDead"),
+    "drained consumers stop": (None, LIVENESS, "EveryConsumerEventuallyStops"),
+    "reclaim runs": (None, LIVENESS, "EverySampleEventuallyAckedOrDead"),
+    "time advances": (None, LIVENESS, "EverySampleEventuallyAckedOrDead"),
+    "blocked producers keep stepping": (None, LIVENESS, "PausedProducerEventuallyResumes"),
+    # Weak fairness is not enough under a fault budget: Ack is enabled only
+    # between a Release and the next Get, so a consumer that gets and
+    # releases forever never acks.
+    "leases are given back (strong, not weak)": (
+        r"/\ \A c \in Consumers : WF_vars(Ack(c) \/ Fail(c) \/ Crash(c))", ACK_LIVENESS, "EverySampleEventuallyAcked",
+    ),
+}
+CONJUNCT = {name: FAIRNESS[name.split(" (")[0]] for name in CASES}
+
+
+def _fair_spec(text: str) -> list[str]:
+    body = text.split("\nFairSpec ==\n", 1)[1].split("\n=", 1)[0]
+    return [line.strip() for line in body.splitlines() if line.strip().startswith("/\\")]
+
+
+def _copy(spec_dir, tmp_path, config: str):
     spec = tmp_path / "spec"
     shutil.copytree(spec_dir, spec)
-    tla = spec / "SampleRefQueue.tla"
-    text = tla.read_text()
-    if drop is not None:
-        line = f"    {FAIRNESS[drop]}\n"
-        assert text.count(line) == 1, drop
-        tla.write_text(text.replace(line, ""))
-    module = spec / "MCLiveness.tla"
-    module.write_text(module.read_text().replace('<<"s0", "s1", "s2">>', '<<"s0", "s1">>'))
-    return run_tlc(spec, "MCLiveness.tla", "MCLiveness.cfg", tmp_path / "work", workers=2, timeout=600)
+    if config == LIVENESS:
+        module = spec / "MCLiveness.tla"
+        text = module.read_text()
+        for old, new in [('<<"s0", "s1", "s2">>', '<<"s0", "s1">>'), ("<<2, 1, 2>>", "<<3, 1>>")]:
+            assert text.count(old) == 1, old
+            text = text.replace(old, new)
+        module.write_text(text)
+    return spec
+
+
+def _only_property(spec, config: str, prop: str) -> None:
+    cfg = spec / f"{config}.cfg"
+    head, sep, _ = cfg.read_text().partition("\nPROPERTIES\n")
+    assert sep and prop in cfg_properties(cfg), (config, prop)
+    cfg.write_text(f"{head}\nPROPERTIES\n    {prop}\n")
+    assert cfg_properties(cfg) == [prop]
+
+
+def _run(spec, tmp_path, config: str):
+    return run_tlc(spec, f"{config}.tla", f"{config}.cfg", tmp_path / "work", workers=2, timeout=600)
+
+
+def test_the_cases_cover_every_fairness_condition_of_fair_spec(spec_dir):
+    conjuncts = _fair_spec((spec_dir / "SampleRefQueue.tla").read_text())
+    assert conjuncts[0] == r"/\ Spec"
+    assert conjuncts[1:] == list(FAIRNESS.values())
+    assert set(CONJUNCT.values()) == set(FAIRNESS.values())
 
 
 @pytest.mark.tlc
-def test_with_all_fairness_the_properties_hold(spec_dir, tmp_path):
-    run = _check_liveness(spec_dir, tmp_path, None)
+@pytest.mark.parametrize("config", [LIVENESS, ACK_LIVENESS])
+def test_with_all_fairness_the_properties_hold(spec_dir, tmp_path, config):
+    spec = _copy(spec_dir, tmp_path, config)
+    # every property a case below finds violated holds here, on the same bounds
+    assert {prop for _, c, prop in CASES.values() if c == config} <= set(cfg_properties(spec / f"{config}.cfg"))
+    run = _run(spec, tmp_path, config)
     assert run.outcome == "ok", run.output[-3000:]
 
 
 @pytest.mark.tlc
-@pytest.mark.parametrize("drop", sorted(FAIRNESS))
-def test_without_one_fairness_condition_liveness_fails(spec_dir, tmp_path, drop):
-    run = _check_liveness(spec_dir, tmp_path, drop)
+@pytest.mark.parametrize("case", list(CASES))
+def test_without_one_fairness_condition_liveness_fails(spec_dir, tmp_path, case):
+    replacement, config, prop = CASES[case]
+    spec = _copy(spec_dir, tmp_path, config)
+    tla = spec / "SampleRefQueue.tla"
+    text = tla.read_text()
+    line = f"    {CONJUNCT[case]}\n"
+    assert text.count(line) == 1, case
+    tla.write_text(text.replace(line, "" if replacement is None else f"    {replacement}\n"))
+    assert len(_fair_spec(tla.read_text())) == len(FAIRNESS) + (0 if replacement is None else 1)
+    _only_property(spec, config, prop)
+    run = _run(spec, tmp_path, config)
     assert run.outcome == "violation", run.output[-3000:]
-    assert run.violated == "temporal properties"  # MCLiveness checks two liveness properties
+    assert run.violated == prop
     assert run.trace[0] == "State 1: <Initial predicate>"
+    # a behaviour that never satisfies the property: it ends in stuttering or loops back
+    steps = [line for line in run.trace if re.match(r"^(State \d+:|Back to state \d+:)", line)]
+    assert re.fullmatch(r"State \d+: Stuttering|Back to state \d+: <\w+ .*>", steps[-1]), steps[-1]

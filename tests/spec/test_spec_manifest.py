@@ -18,8 +18,12 @@ def test_the_manifest_lists_every_mode(manifest):
         "TerminalNoneMeansDrained",
         "NoScrubBeforeAck",
         "NoFlapping",
+        "EverySampleEventuallyAckedOrDead",
+        "NoStuckProducer",  # D8: the rule before it deadlocks
+        "PausedProducerEventuallyResumes",
     }
-    assert [e.name for e in manifest.values() if e.agreement is not None] == ["MCAgreement"]
+    assert [e.name for e in manifest.values() if e.agreement is not None] == ["MCAgreement", "MCAgreementWide", "MCCapacity"]
+    assert all(e.mode == "safety" for e in manifest.values() if e.agreement is not None)
 
 
 def _write(tmp_path: Path, spec_dir: Path, configs: list[dict]) -> Path:
