@@ -90,6 +90,21 @@ def test_invariant_violation_names_the_invariant_and_keeps_the_trace():
     assert run.trace_states == 2
 
 
+def test_an_invariant_broken_by_the_initial_state_keeps_that_state_as_the_trace():
+    out = "\n".join([
+        "Computing initial states...",
+        "Error: Invariant BackpressureBound is violated by the initial state:",
+        "/\\ now = 0",
+        "/\\ closed = FALSE",
+        "",
+        "Finished in 00s at (2026-12-01 10:00:00)",
+    ])
+    run = parse_output(out)
+    assert run.outcome == "violation" and run.violated == "BackpressureBound"
+    assert run.trace == ["State 1: <Initial predicate>", "/\\ now = 0", "/\\ closed = FALSE"]
+    assert run.trace_states == 1
+
+
 def test_action_property_violation():
     run = parse_output(ACTION_PROPERTY)
     assert (run.outcome, run.violated, run.trace_states) == ("violation", "NoFlapping", 2)

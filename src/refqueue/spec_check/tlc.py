@@ -121,7 +121,9 @@ _TRACE_START = (
     "Error: The behavior up to this point is:",
     "Error: The following behavior constitutes a counter-example:",
 )
-_TRACE_END = re.compile(r"^([\d,]+ states generated|Finished checking temporal properties|The depth of|Progress\()")
+_TRACE_END = re.compile(
+    r"^([\d,]+ states generated|Finished checking temporal properties|The depth of|Progress\(|Finished in )"
+)
 _TRACE_STATE = re.compile(r"^State \d+:")
 
 
@@ -160,6 +162,9 @@ def parse_output(text: str, properties: list[str] | None = None) -> TlcRun:
         m = _INVARIANT.match(line) or _ACTION_PROPERTY.match(line)
         if m:
             run.outcome, run.violated = "violation", m.group(1)
+            if line.endswith("violated by the initial state:"):
+                in_trace = True  # TLC prints the initial state that breaks it
+                run.trace.append("State 1: <Initial predicate>")
             continue
         if line.startswith(_TEMPORAL):
             run.outcome = "violation"
