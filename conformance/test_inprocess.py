@@ -3,6 +3,7 @@ conformance kit, one test per phase of ``refqueue certify``'s ci profile."""
 
 import pytest
 
+from refqueue.conformance.blocking import CHECKS as BLOCKING_CHECKS
 from refqueue.conformance.certify import PHASES, certify
 from refqueue.conformance.cli import DEFAULT_BACKEND
 
@@ -21,11 +22,16 @@ def test_inprocess_queue_conforms(phase):
         assert cert.coverage["lockstep"]["never_made"] == []
     elif phase == "threads":
         assert cert.phases["threads"]["verdicts"] == {"ok": 20, "illegal": 0, "unknown": 0}
-    else:
+    elif phase == "producers":
         producers = cert.phases["producers"]
         assert list(producers["checks"]) == ["deadlock", "orphan", "stress"]
         assert producers["max_work_bytes"] < producers["work_bound_bytes"]
         assert producers["seconds"] < 3
+    else:
+        blocking = cert.phases["blocking"]
+        assert list(blocking["checks"]) == list(BLOCKING_CHECKS) and blocking["not_run"] == {}
+        assert blocking["slowest_wake_s"] <= blocking["bound_s"] == 0.05
+        assert blocking["seconds"] < 5
 
 
 @pytest.mark.slow

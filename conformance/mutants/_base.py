@@ -467,6 +467,34 @@ class BaseQueue:
         with self._lock:
             return list(self._dead)
 
+    # -- the background reclaimer --------------------------------------------------
+
+    # (thread, its stop event) while one runs; guarded by self._lock.
+    _reclaimer: tuple[threading.Thread, threading.Event] | None = None
+
+    def start_reclaimer(self, interval: float | None = None) -> None:
+        interval = self._vt.seconds / 4 if interval is None else _check_seconds("start_reclaimer(interval)", interval)
+        stop = threading.Event()  # set by stop_reclaimer
+        thread = threading.Thread(target=self._reclaim_every, args=(interval, stop), daemon=True)
+        with self._lock:
+            if self._reclaimer is not None:
+                raise RuntimeError("start_reclaimer: a reclaimer is already running; call stop_reclaimer() first")
+            self._reclaimer = (thread, stop)
+        thread.start()
+
+    def _reclaim_every(self, interval: float, stop: threading.Event) -> None:
+        # Event.wait is the period's timer here, and stop_reclaimer's signal.
+        while not stop.wait(interval):
+            self.reclaim_expired()
+
+    def stop_reclaimer(self) -> None:
+        with self._lock:
+            reclaimer, self._reclaimer = self._reclaimer, None
+        if reclaimer is not None:
+            thread, stop = reclaimer
+            stop.set()
+            thread.join()
+
 
 def factory(cls: type[BaseQueue], *, make_store: Callable[[], Any] | None = None) -> Callable[..., BaseQueue]:
     """The conformance factory ``make(store, clock, **config)`` of ``cls``."""

@@ -27,9 +27,11 @@ def test_certify_passes_and_writes_the_certificate(tmp_path, monkeypatch, capsys
     assert data["examples"] >= 5 and data["steps"] > 0
     assert set(data["coverage"]["world_graph"]) >= {"transitions", "transitions_total", "actions_never_tried"}
     assert data["capabilities"]["fifo"] is True
-    assert list(data["phases"]) == ["construction", "walks", "lockstep", "threads", "producers"]
+    assert list(data["phases"]) == ["construction", "walks", "lockstep", "threads", "producers", "blocking"]
     assert list(data["phases"]["producers"]["checks"]) == ["deadlock", "orphan", "stress"]
     assert "  producers     3 checks (deadlock, orphan, stress), 22 blocking puts, slowest " in out
+    assert "  blocking      11 checks, slowest wakeup " in out
+    assert "                acquire-woken-by-put " in out
     assert "**Verdict: PASS**" in (tmp_path / "conformance_mutants_base_make.md").read_text()
 
 
@@ -77,7 +79,7 @@ def test_certify_validates_its_arguments():
         certify("conformance.mutants._base:make", profile="fast")
     with pytest.raises(ValueError, match=r"^steps must be an int >= 1 \(rules per lockstep example\), got 0$"):
         certify("conformance.mutants._base:make", steps=0)
-    with pytest.raises(ValueError, match=r"^phases must be a non-empty subset of \('construction', 'walks', 'lockstep', 'threads', 'producers'\), got \('x',\)$"):
+    with pytest.raises(ValueError, match=r"^phases must be a non-empty subset of \('construction', 'walks', 'lockstep', 'threads', 'producers', 'blocking'\), got \('x',\)$"):
         certify("conformance.mutants._base:make", phases=("x",))
     with pytest.raises(ValueError, match=r"^producer_bound must be a number of seconds in \(0, 3600\), got -1$"):
         certify("conformance.mutants._base:make", producer_bound=-1)
@@ -94,7 +96,7 @@ def test_pytest_plugin_runs_the_phases_of_a_backend(tmp_path):
         text=True,
     )  # fmt: skip
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "3 failed, 2 passed" in run.stdout  # construction and producers pass: close is not their concern
+    assert "3 failed, 3 passed" in run.stdout  # construction, producers and blocking pass: close is not their concern
     assert "refqueue-conformance[walks]" in run.stdout and "refqueue-conformance[lockstep]" in run.stdout
     assert "Replay it with this test:" in run.stdout
 

@@ -30,6 +30,18 @@ A certification runs these phases, stopping at the first failure:
                   thread may hang, and admitted work must stay below ``high +
                   largest`` sample.  A failure's replay runs the failing
                   check again
+``blocking``      what users feel, with real threads and bounded waits
+                  (``refqueue.conformance.blocking``): a consumer blocked in
+                  ``acquire`` is woken by ``put``, ``fail``, a reclaim and
+                  ``close`` within the profile's ``wake_bound`` (default
+                  50 ms); a blocked ``put_blocks_until_below`` pauses at
+                  high, resumes at low, raises ``QueueClosed`` on close and
+                  honours ``abort_when``; ``on_pause``/``on_resume`` run with
+                  no lock held and their exceptions reach the caller;
+                  ``start_reclaimer`` reclaims and ``stop_reclaimer`` stops.
+                  A check a declared capability rules out is listed as not
+                  run, never passed.  A failure's replay runs the failing
+                  check again
 
 The certificate records the backend, the kit's version, the profile, the
 seed, examples and steps, the coverage of the world graph (share of its
@@ -88,6 +100,7 @@ class Profile:
     history_steps: int = 200_000  # the checker's budget of model steps per history
     producer_bound: float = 1.0  # seconds a blocked producer may wait once consumers drained what they can
     producer_samples: int = 6  # samples each producer of the producers phase's stress check puts
+    wake_bound: float = 0.05  # seconds from a waking call's return to the woken call's return (blocking phase)
 
 
 PROFILES: dict[str, Profile] = {
@@ -295,7 +308,7 @@ def _construction_failure(
 # -- the whole run ---------------------------------------------------------------------
 
 
-PHASES = ("construction", "walks", "lockstep", "threads", "producers")
+PHASES = ("construction", "walks", "lockstep", "threads", "producers", "blocking")
 
 
 def certify(
@@ -308,13 +321,15 @@ def certify(
     progress: Progress | None = None,
     phases: tuple[str, ...] = PHASES,
     producer_bound: float | None = None,
+    wake_bound: float | None = None,
 ) -> Certificate:
     """Certify ``backend`` (a ``Backend`` or ``"module:factory"``); see the module docstring.
 
     ``steps`` overrides the profile's rules per lockstep example; ``phases``
     runs a subset of ``PHASES`` (the pytest plugin runs one per test);
     ``producer_bound`` overrides the profile's bound (seconds) on a blocked
-    producer of the producers phase.
+    producer of the producers phase; ``wake_bound`` the profile's bound
+    (seconds) on a wakeup of the blocking phase.
     """
     unknown = [p for p in phases if p not in PHASES]
     if unknown or not phases:
@@ -333,6 +348,10 @@ def certify(
         if isinstance(producer_bound, bool) or not isinstance(producer_bound, (int, float)) or not 0 < producer_bound < 3600:
             raise ValueError(f"producer_bound must be a number of seconds in (0, 3600), got {producer_bound!r}")
         profile = dataclasses.replace(profile, producer_bound=float(producer_bound))
+    if wake_bound is not None:
+        if isinstance(wake_bound, bool) or not isinstance(wake_bound, (int, float)) or not 0 < wake_bound < 3600:
+            raise ValueError(f"wake_bound must be a number of seconds in (0, 3600), got {wake_bound!r}")
+        profile = dataclasses.replace(profile, wake_bound=float(wake_bound))
     lacking = _lacking_for_walks(backend)
     if exhaustive and lacking:
         raise ValueError(
@@ -354,6 +373,7 @@ def certify(
         "lockstep": _lockstep_phase,
         "threads": _threads_phase,
         "producers": _producers_phase,
+        "blocking": _blocking_phase,
     }
     try:
         for name in PHASES:
@@ -690,6 +710,80 @@ def _render_producers(cert: Certificate, report: Any, seed: int, profile: Profil
         f"        {cert.backend!r}, seed={seed!r}, bound={report.bound!r}, samples={profile.producer_samples!r},",
         f"        checks=({report.failed_check!r},),",
         "    )",
+        "    assert report.ok, report.failure",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _blocking_phase(
+    cert: Certificate, backend: Backend, profile: Profile, seed: int, steps: int | None, exhaustive: bool, bar: Progress
+) -> bool:
+    from refqueue.conformance.blocking import CHECKS, check_blocking
+
+    bar.start("blocking", len(CHECKS))
+    report = check_blocking(backend, bound=profile.wake_bound)
+    bar.update(len(report.checks) + len(report.not_run), "checks")
+    checks = report.checks
+    latencies = [t for c in checks.values() for t in c.get("latencies_s", ())]
+    cert.phases["blocking"] = _timed(
+        report.steps,
+        report.seconds,
+        checks={name: c["what"] for name, c in checks.items()},
+        bound_s=report.bound,
+        check_seconds={name: c["seconds"] for name, c in checks.items()},
+        latencies_s={name: c["latencies_s"] for name, c in checks.items() if "latencies_s" in c},
+        slowest_wake_s=max(latencies, default=0.0),
+        not_run=dict(report.not_run),
+    )
+    not_checked = getattr(cert, "not_checked", None)
+    if isinstance(not_checked, list):
+        not_checked.extend({"check": f"blocking: {name}", "why": why} for name, why in report.not_run.items())
+    if report.ok:
+        return True
+    earlier = sum(int(p.get("steps", 0)) for name, p in cert.phases.items() if name != "blocking")
+    cert.failure = {
+        "phase": "blocking",
+        "message": report.failure,
+        "steps_to_failure": earlier + report.steps,
+        "phase_steps_to_failure": report.steps,
+        "trace_steps": 0,
+        "check": report.failed_check,
+    }
+    cert.counterexample = _render_blocking(cert, report)
+    return False
+
+
+def _render_blocking(cert: Certificate, report: Any) -> str:
+    """A pytest module that runs the failing check of the blocking phase again
+    (threads cannot be replayed call by call; every wait in it is bounded)."""
+    doc = [
+        f"Counterexample: {cert.backend} does not block and wake as docs/API.md says.",
+        "",
+        *str(report.failure).splitlines(),
+        "",
+        f"Found by the refqueue conformance kit {cert.kit_version} (profile {cert.profile}, seed {cert.seed}, "
+        f"phase blocking).",
+        "Threads cannot be replayed call by call: this test runs the failing check again (same bound, new",
+        "threads); every wait in it is bounded.",
+    ]
+    doc = [line.replace("\\", "\\\\").replace('"""', "'''") for line in doc]
+    lines = [
+        '"""' + doc[0],
+        *doc[1:],
+        "",
+        "Replay: python -m pytest <this file>  (from the directory the backend's module imports from)",
+        '"""',
+        "",
+        "from refqueue.conformance.blocking import check_blocking",
+        "from refqueue.conformance.contract import load_backend",
+        "",
+        "# Imported here, not in the test: a backend that cannot be imported is an error, never a pass.",
+        f"BACKEND = load_backend({cert.backend!r})",
+        "",
+        "",
+        "def test_counterexample():",
+        f"    report = check_blocking(BACKEND, bound={report.bound!r}, checks=({report.failed_check!r},))",
         "    assert report.ok, report.failure",
         "",
     ]

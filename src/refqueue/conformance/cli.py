@@ -1,5 +1,5 @@
 """``refqueue certify [MODULE:FACTORY] [--profile ci|deep] [--steps N] [--seed S]
-[--report DIR] [--exhaustive] [--producer-bound SECONDS]``: certify a backend
+[--report DIR] [--exhaustive] [--producer-bound SECONDS] [--wake-bound SECONDS]``: certify a backend
 against the reference model.
 
 Exit status: 0 with a certificate (JSON and Markdown) in the report folder;
@@ -78,6 +78,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long a producer blocked in put_blocks_until_below may wait once the consumers drained "
         "what they can, in the producers phase (default: the profile's, 1 s)",
     )
+    parser.add_argument(
+        "--wake-bound",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="how long after a put, fail, reclaim, ack or close the call it wakes may take to return, in the "
+        "blocking phase (default: the profile's, 0.05 s)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="draw no progress bar")
 
 
@@ -100,6 +108,7 @@ def run(args: Any) -> int:
             exhaustive=args.exhaustive,
             progress=Progress(enabled=not args.no_progress),
             producer_bound=args.producer_bound,
+            wake_bound=args.wake_bound,
         )
     except ValueError as exc:
         print(f"refqueue certify: {exc}", file=sys.stderr)
@@ -146,6 +155,19 @@ def summary(cert: Any, paths: dict[str, Any]) -> str:
                     f"{p['work_bound_bytes']:,}), residency at most {p['max_resident_bytes']:,} bytes (bound "
                     f"{p['resident_bound_bytes']:,})"
                 )
+            continue
+        if name == "blocking":
+            not_run = f"; not run: {', '.join(p['not_run'])}" if p.get("not_run") else ""
+            lines.append(
+                f"  {name:<13} {len(p['checks'])} checks, slowest wakeup {p['slowest_wake_s']} s (bound "
+                f"{p['bound_s']} s), {p['steps']:,} calls, {p['seconds']} s{not_run}"
+            )
+            for check, seconds in p["check_seconds"].items():
+                wakes = p["latencies_s"].get(check)
+                wake = f", woken after {' / '.join(str(t) for t in wakes)} s" if wakes else ""
+                lines.append(f"  {'':<13} {check:<26} {seconds} s{wake}")
+            for check, why in p.get("not_run", {}).items():
+                lines.append(f"  {'':<13} {check:<26} not run: {why}")
             continue
         what = f"{p['examples']:,} examples" if name == "lockstep" else f"{p['walks']:,} walks"
         if p.get("replays"):

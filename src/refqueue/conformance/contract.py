@@ -70,6 +70,9 @@ class Capabilities:
     ``injected_clock``
         deadlines are read from the ``clock`` handed to the factory; without
         it the kit never lets time pass and compares no deadline
+    ``reclaimer``
+        ``start_reclaimer(interval)``/``stop_reclaimer()`` exist (the blocking
+        phase's reclaimer checks run only with it)
     """
 
     fifo: bool = True
@@ -78,6 +81,7 @@ class Capabilities:
     dedup_window: bool = True
     dead_letter: bool = True
     injected_clock: bool = True
+    reclaimer: bool = True
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

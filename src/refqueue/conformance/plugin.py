@@ -1,10 +1,11 @@
 """The pytest plugin (entry point ``refqueue`` in group ``pytest11``).
 
 ``pytest --refqueue-backend=MODULE:FACTORY`` adds the conformance kit's
-phases to the run as five tests, ``refqueue-conformance[construction]``,
-``[walks]``, ``[lockstep]``, ``[threads]`` and ``[producers]`` (``[walks]`` is
-the exhaustive cover with ``--refqueue-exhaustive``); ``--refqueue-profile``,
-``--refqueue-seed`` and ``--refqueue-producer-bound`` choose as
+phases to the run as six tests, ``refqueue-conformance[construction]``,
+``[walks]``, ``[lockstep]``, ``[threads]``, ``[producers]`` and ``[blocking]``
+(``[walks]`` is the exhaustive cover with ``--refqueue-exhaustive``);
+``--refqueue-profile``, ``--refqueue-seed``, ``--refqueue-producer-bound`` and
+``--refqueue-wake-bound`` choose as
 ``refqueue certify`` does.  A failing phase reports the shortest
 failing run and the pytest function that replays it.  Without the option the
 plugin adds nothing and imports nothing heavy.
@@ -39,6 +40,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help="how long a blocked producer may wait in the producers phase (default: the profile's, 1 s)",
     )
+    group.addoption(
+        "--refqueue-wake-bound",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how soon a woken call must return in the blocking phase (default: the profile's, 0.05 s)",
+    )
 
 
 class ConformanceFailure(AssertionError):
@@ -68,6 +76,7 @@ class ConformanceItem(pytest.Item):
             exhaustive=config.getoption("refqueue_exhaustive"),
             phases=(self.phase,),
             producer_bound=config.getoption("refqueue_producer_bound"),
+            wake_bound=config.getoption("refqueue_wake_bound"),
         )
         for name, phase in cert.phases.items():
             self.user_properties.append((f"{name}_steps", phase.get("steps", 0)))
