@@ -1,0 +1,140 @@
+"""The blocking phase: wakeups, backpressure, callbacks and the reclaimer, with
+real threads and bounded waits."""
+
+import threading
+import time
+
+import pytest
+
+from conformance.mutants._base import BaseQueue, _Entry, factory
+from refqueue.cli import main
+from refqueue.conformance import Capabilities, backend_of
+from refqueue.conformance.blocking import ATTEMPTS, CHECKS, check_blocking
+from refqueue.conformance.certify import certify
+
+pytestmark = pytest.mark.torch
+
+BASE = "conformance.mutants._base:make"
+
+
+@pytest.mark.parametrize("target", [BASE, "refqueue.conformance.backends:inprocess"])
+def test_a_correct_backend_passes_every_check_within_the_bound(target):
+    report = check_blocking(target)
+    assert report.ok, report.failure
+    assert list(report.checks) == list(CHECKS) and report.not_run == {}
+    for name, check in report.checks.items():
+        assert check["what"] and check["seconds"] < 2, (name, check)
+        for latency in check.get("latencies_s", ()):
+            assert latency <= report.bound, (name, check)
+    assert len(report.checks["acquire-woken-by-put"]["latencies_s"]) == 1  # on time at the first attempt
+    assert report.checks["reclaimer-stops"]["waited_s"] == 0.1  # 10 intervals of 0.01 s
+
+
+@pytest.mark.parametrize(
+    ("mutant", "check", "says"),
+    [
+        ("put_no_wake", "acquire-woken-by-put", "acquire(poll_interval=30.0) was still blocked 1.0 s after put('w0') returned (bound 0.05 s;"),
+        ("fail_no_wake", "acquire-woken-by-fail", "was still blocked 1.0 s after fail(lease of 'w0') returned"),
+        ("reclaim_no_wake", "acquire-woken-by-reclaim", "was still blocked 1.0 s after reclaim_expired() returned"),
+        ("close_no_wake", "acquire-woken-by-close", "was still blocked 1.0 s after close() of the empty queue returned"),
+        ("backpressure_needs_abort_when", "put-pauses-and-resumes", "without abort_when returned None after 0.0"),
+        ("close_ignored_by_producer", "put-woken-by-close", "without abort_when was still blocked 1.0 s after close() returned"),
+        ("callback_under_lock", "callbacks-outside-locks", "inside on_pause, another thread's pending_count() did not return within 1.0 s: on_pause runs with a queue or store lock held"),
+        ("callback_swallowed", "callback-errors-propagate", "on_pause raised an exception and the caller of put_blocks_until_below('small', abort_when=lambda: True) got PutAborted"),
+        ("reclaimer_idle", "reclaimer-reclaims", "start_reclaimer(0.01) with the clock past the only lease's deadline reclaimed nothing within 50 of its intervals (0.5 s;"),
+        ("reclaimer_unstoppable", "reclaimer-stops", "after stop_reclaimer() returned, the next expired lease was reclaimed within 10 reclaimer intervals (0.1 s;"),
+    ],
+)  # fmt: skip
+def test_each_blind_spot_is_caught_by_its_named_check(mutant, check, says):
+    started = time.monotonic()
+    report = check_blocking(f"conformance.mutants.{mutant}:make")
+    assert time.monotonic() - started < 6
+    assert report.failed_check == check, report.failure
+    assert report.failure.startswith(f"blocking phase, check {check}: ")
+    assert says in report.failure
+    assert list(report.checks)[-1] == check  # the failing check is listed, with its time
+
+
+class _LateWake(BaseQueue):
+    """A put wakes a waiting consumer, 0.2 s late (a backend that polls, say)."""
+
+    def _put_nowait(self, call, ref):
+        self._validate_put(call, ref)
+        self._entries[ref.sample_id] = _Entry(ref)
+        self._pending.append(ref.sample_id)
+
+        def notify():
+            with self._lock:
+                self._ready.notify()
+
+        threading.Timer(0.2, notify).start()
+
+
+def test_a_late_wakeup_is_measured_again_and_fails_with_each_latency():
+    report = check_blocking(backend_of(factory(_LateWake)), checks=("acquire-woken-by-put",))
+    assert report.failed_check == "acquire-woken-by-put"
+    latencies = report.checks["acquire-woken-by-put"]["latencies_s"]
+    assert len(latencies) == ATTEMPTS and all(0.15 < t < 1.0 for t in latencies), latencies
+    assert f"s after put('w0') returned, past the bound of 0.05 s (in each of {ATTEMPTS} attempts)" in report.failure
+    assert check_blocking(backend_of(factory(_LateWake)), bound=0.5, checks=("acquire-woken-by-put",)).ok
+
+
+def test_checks_a_backend_declares_it_cannot_take_are_not_run_and_say_why():
+    make = factory(BaseQueue)
+    make.capabilities = Capabilities(reclaimer=False)
+    report = check_blocking(backend_of(make, "base-without-reclaimer"))
+    assert report.ok, report.failure
+    assert report.not_run == {
+        "reclaimer-reclaims": "the backend does not declare reclaimer",
+        "reclaimer-stops": "the backend does not declare reclaimer",
+    }
+    assert not set(report.not_run) & set(report.checks)  # never passed
+    cert = certify(backend_of(make, "base-without-reclaimer"), phases=("blocking",))
+    assert cert.passed and cert.phases["blocking"]["not_run"] == report.not_run
+
+
+def test_without_an_injected_clock_the_reclaim_checks_are_not_run():
+    make = factory(BaseQueue)
+    make.capabilities = Capabilities(injected_clock=False)
+    report = check_blocking(backend_of(make, "base-own-clock"))
+    assert report.ok, report.failure
+    assert set(report.not_run) == {"acquire-woken-by-reclaim", "reclaimer-reclaims", "reclaimer-stops"}
+
+
+def test_the_certificate_names_each_check_its_time_and_the_bound(tmp_path, capsys):
+    rc = main(["certify", BASE, "--report", str(tmp_path), "--no-progress", "--wake-bound", "0.2"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "  blocking      11 checks, slowest wakeup " in out and "(bound 0.2 s)" in out
+    for name in CHECKS:
+        assert f"                {name:<26} " in out
+    cert = certify(BASE, phases=("blocking",), wake_bound=0.2)
+    phase = cert.phases["blocking"]
+    assert phase["bound_s"] == 0.2 and list(phase["checks"]) == list(CHECKS)
+    assert set(phase["check_seconds"]) == set(CHECKS) and phase["steps"] > 0
+
+
+def test_a_blocking_failure_replays_as_a_test(tmp_path):
+    cert = certify("conformance.mutants.put_no_wake:make", phases=("blocking",))
+    assert cert.failure["phase"] == "blocking" and cert.failure["check"] == "acquire-woken-by-put"
+    assert "BACKEND = load_backend('conformance.mutants.put_no_wake:make')" in cert.counterexample
+    namespace = {}
+    exec(compile(cert.counterexample, "replay", "exec"), namespace)
+    with pytest.raises(AssertionError, match="check acquire-woken-by-put"):
+        namespace["test_counterexample"]()
+
+
+def test_arguments_are_checked():
+    with pytest.raises(ValueError, match=r"^bound must be a number of seconds in \(0, 3600\), got 0$"):
+        check_blocking(BASE, bound=0)
+    with pytest.raises(ValueError, match=r"^checks must be a non-empty subset of "):
+        check_blocking(BASE, checks=("nap",))
+    with pytest.raises(ValueError, match=r"^wake_bound must be a number of seconds in \(0, 3600\), got -1$"):
+        certify(BASE, wake_bound=-1)
+
+
+def test_the_cli_refuses_a_bad_wake_bound(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["certify", "--wake-bound", "0"])
+    assert exit_info.value.code == 2
+    assert "argument --wake-bound: 0.0 is not in (0, 3600)" in capsys.readouterr().err
