@@ -1,0 +1,1 @@
+"""Backends written for docs/CERTIFYING.md (``refqueue certify examples.<module>:make``)."""

@@ -1,0 +1,46 @@
+"""The backends in ``examples/`` (written for docs/CERTIFYING.md) are certified
+as the page says: ``refqueue certify examples.sqlite_backend:make`` from the
+repository root passes the ci profile."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from refqueue.conformance.certify import certify
+
+pytestmark = pytest.mark.torch
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET = "examples.sqlite_backend:make"
+
+
+@pytest.fixture(autouse=True)
+def _repository_root_importable(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+
+
+def test_the_sqlite_example_passes_construction_producers_and_blocking():
+    cert = certify(TARGET, phases=("construction", "producers", "blocking"))
+    assert cert.passed, cert.counterexample
+    assert cert.phases["construction"]["configurations"] == 15
+    assert cert.phases["blocking"]["not_run"] == {}
+
+
+@pytest.mark.slow  # about 35 s: the whole ci profile
+def test_the_sqlite_example_is_certified_from_the_repository_root(tmp_path):
+    run = subprocess.run(
+        [sys.executable, "-m", "refqueue.cli", "certify", TARGET, "--report", str(tmp_path), "--no-progress"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.startswith(f"refqueue certify: PASS  {TARGET}  (profile ci, seed 0, kit ")
+    data = json.loads((tmp_path / "examples_sqlite_backend_make.json").read_text())
+    assert data["verdict"] == "pass"
+    assert list(data["phases"]) == ["construction", "walks", "lockstep", "threads", "producers", "blocking"]
+    assert all(data["capabilities"].values())  # everything docs/API.md specifies, nothing left out
