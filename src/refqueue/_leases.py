@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from refqueue._checks import MAX_SECONDS
 from refqueue.refs import SampleRef
 
 __all__ = ["VisibilityTimeout", "Lease", "DeadLetter", "mint_lease", "MAX_DELIVERIES_REASON"]
@@ -61,8 +62,10 @@ def _check_count(what: str, value: object) -> None:
 class VisibilityTimeout:
     """How long an unacked ``Lease`` lives before ``reclaim_expired`` takes it back.
 
-    ``seconds`` is finite and > 0 (``TypeError`` for a non-number or a bool,
-    ``ValueError`` otherwise); sub-second values are fine.
+    ``seconds`` is finite, > 0 and at most ``threading.TIMEOUT_MAX`` (about
+    9.2e9 s: the longest duration any queue call takes; ``TypeError`` for a
+    non-number or a bool, ``ValueError`` otherwise); sub-second values are
+    fine.
     """
 
     seconds: float = 30.0
@@ -72,6 +75,11 @@ class VisibilityTimeout:
         _check_number("VisibilityTimeout.seconds", self.seconds, fix)
         if self.seconds <= 0:
             raise ValueError(f"VisibilityTimeout.seconds must be > 0, got {self.seconds!r}; {fix}")
+        if self.seconds > MAX_SECONDS:
+            raise ValueError(
+                f"VisibilityTimeout.seconds must be at most threading.TIMEOUT_MAX = {MAX_SECONDS!r} s, got "
+                f"{self.seconds!r}; {fix}"
+            )
 
 
 _LEASE_FIELDS = ("ref", "deadline", "visibility_timeout", "redelivery_count", "lease_id", "epoch")

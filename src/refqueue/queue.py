@@ -79,7 +79,14 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from refqueue._checks import check_count, check_optional_callable, check_optional_count, check_seconds, describe
+from refqueue._checks import (
+    check_count,
+    check_optional_callable,
+    check_optional_count,
+    check_poll_interval,
+    check_seconds,
+    describe,
+)
 from refqueue._deadlines import DeadlineHeap
 from refqueue._leases import (  # noqa: F401  (_next_lease_id, _lease_id_counter: the seed's module names)
     MAX_DELIVERIES_REASON,
@@ -100,9 +107,15 @@ __all__ = ["SampleRefQueue", "Lease", "VisibilityTimeout", "DeadLetter", "MAX_DE
 
 logger = logging.getLogger(__name__)
 
-_NOT_LEASED = -1  # _Sample.lease_id of a pending sample; minted lease ids start at 1
+# _Sample.lease_id of a pending sample.  A lease's id is checked to be an int
+# >= 1 (minted ids count up from 1) before it is compared with a record's, so
+# no lease, however built or altered, matches a pending record.
+_NOT_LEASED = None
 _monotonic = time.monotonic
 _INF = float("inf")
+_MAX_SECONDS = threading.TIMEOUT_MAX
+# DeadLetters kept by default (dead_letter_limit): the newest ten thousand.
+DEFAULT_DEAD_LETTER_LIMIT = 10_000
 
 
 class _Sample:
@@ -304,14 +317,17 @@ class SampleRefQueue:
         delivered it, after the step committed (the ref may be enqueued).
         ``poll_interval`` is real time: it bounds how stale a pause can get
         when residency drops without the queue's knowledge (another queue on
-        the same store, or an orphan's data scrubbed by its owner).
+        the same store, or an orphan's data scrubbed by its owner).  It is at
+        most ``threading.TIMEOUT_MAX``, or ``math.inf``: step again only on
+        the queue's own signals (an ack, a dead-letter, a resume, ``close``),
+        which D8's liveness needs and no more.
 
         Never deadlocks (D8): the producer is admitted at the latest when the
         consumers have drained the queue, however many producers block and
         whatever the sample sizes or orphaned data in the store.
         """
         self._check_ref("put_blocks_until_below", ref)
-        poll_interval = check_seconds("put_blocks_until_below(poll_interval)", poll_interval)
+        poll_interval = check_poll_interval("put_blocks_until_below(poll_interval)", poll_interval)
         check_optional_callable(
             "put_blocks_until_below(abort_when)", abort_when, "pass a function returning True to give up"
         )
@@ -349,7 +365,7 @@ class SampleRefQueue:
                             remaining = deadline - _monotonic()
                             if remaining <= 0:
                                 break
-                            self._room.wait(remaining)
+                            self._room.wait(None if remaining == _INF else remaining)
                     finally:
                         self._producers_waiting -= 1
         finally:
@@ -365,11 +381,18 @@ class SampleRefQueue:
         None comes at once when the queue is drained (closed, nothing pending,
         nothing outstanding: D3); otherwise the call waits up to
         ``poll_interval`` seconds for a ref and returns None if none came.
-        A put or requeue wakes it at once (D6).  A consumer stops on
-        ``is_drained``, not on ``is_closed``.
+        ``poll_interval=math.inf`` waits until a ref comes or the queue
+        drains (a lease outstanding on a closed queue comes back only by a
+        reclaim: run the reclaimer).  A put or requeue wakes it at once
+        (D6).  A consumer stops on ``is_drained``, not on ``is_closed``.
+        Rejects a ``poll_interval`` that is not a number > 0 and at most
+        ``threading.TIMEOUT_MAX`` (or ``math.inf``).
+
+        The clock is read before anything changes, so a clock that raises
+        leaves the ref pending; see ``_acquire_nowait``.
         """
-        if type(poll_interval) is not float or not 0.0 < poll_interval < _INF:
-            poll_interval = check_seconds("acquire(poll_interval)", poll_interval)
+        if type(poll_interval) is not float or not 0.0 < poll_interval <= _MAX_SECONDS:
+            poll_interval = check_poll_interval("acquire(poll_interval)", poll_interval)
         with self._lock:
             if not self._pending:
                 deadline = _monotonic() + poll_interval
@@ -379,7 +402,7 @@ class SampleRefQueue:
                         return None
                     self._acquirers_waiting += 1
                     try:
-                        self._ready.wait(remaining)
+                        self._ready.wait(None if remaining == _INF else remaining)
                     finally:
                         self._acquirers_waiting -= 1
             return self._acquire_nowait()

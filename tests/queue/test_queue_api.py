@@ -22,6 +22,10 @@ def exact(message: str) -> str:
     return "^" + re.escape(message) + "$"
 
 
+# The tail of every message rejecting a poll interval (math.inf is allowed: no timeout).
+POLL = "; pass a positive number of seconds, or math.inf to wait with no timeout"
+
+
 def snapshot(q: SampleRefQueue, store: BytesStore) -> tuple:
     """Everything a caller can observe of a queue and its store."""
     return (
@@ -257,9 +261,12 @@ def test_put_rejects_what_is_not_a_ref_of_its_store(make_queue, store):
     "kwargs, error, message",
     [
         (dict(poll_interval=0), ValueError,
-         "put_blocks_until_below(poll_interval) must be finite and > 0, got 0; pass a positive number of seconds"),
+         f"put_blocks_until_below(poll_interval) must be > 0, got 0{POLL}"),
         (dict(poll_interval=math.nan), ValueError,
-         "put_blocks_until_below(poll_interval) must be finite and > 0, got nan; pass a positive number of seconds"),
+         f"put_blocks_until_below(poll_interval) must be > 0, got nan{POLL}"),
+        (dict(poll_interval=1e10), ValueError,
+         "put_blocks_until_below(poll_interval) must be at most threading.TIMEOUT_MAX = 9223372036.0 s, got "
+         "10000000000.0; pass a number of seconds no larger than that, or math.inf to wait with no timeout"),
         (dict(poll_interval=True), TypeError,
          "put_blocks_until_below(poll_interval) must be a number of seconds, got True (bool); pass e.g. 0.05"),
         (dict(abort_when=True), TypeError,
@@ -278,13 +285,13 @@ def test_put_blocks_until_below_validates_before_any_step(make_queue, store, kwa
 @pytest.mark.parametrize(
     "value, error, message",
     [
-        (0, ValueError, "acquire(poll_interval) must be finite and > 0, got 0; pass a positive number of seconds"),
-        (-0.5, ValueError,
-         "acquire(poll_interval) must be finite and > 0, got -0.5; pass a positive number of seconds"),
-        (math.inf, ValueError,
-         "acquire(poll_interval) must be finite and > 0, got inf; pass a positive number of seconds"),
-        (math.nan, ValueError,
-         "acquire(poll_interval) must be finite and > 0, got nan; pass a positive number of seconds"),
+        (0, ValueError, f"acquire(poll_interval) must be > 0, got 0{POLL}"),
+        (-0.5, ValueError, f"acquire(poll_interval) must be > 0, got -0.5{POLL}"),
+        (-math.inf, ValueError, f"acquire(poll_interval) must be > 0, got -inf{POLL}"),
+        (math.nan, ValueError, f"acquire(poll_interval) must be > 0, got nan{POLL}"),
+        (1e10, ValueError,
+         "acquire(poll_interval) must be at most threading.TIMEOUT_MAX = 9223372036.0 s, got 10000000000.0; "
+         "pass a number of seconds no larger than that, or math.inf to wait with no timeout"),
         (False, TypeError, "acquire(poll_interval) must be a number of seconds, got False (bool); pass e.g. 0.05"),
         ("1", TypeError, "acquire(poll_interval) must be a number of seconds, got '1' (str); pass e.g. 0.05"),
     ],
