@@ -1,22 +1,38 @@
 """``DeadlineHeap``: the leases' deadlines, for a reclaim that never scans.
 
 Entries are ``(deadline, sample_id, lease_id)`` tuples in a binary heap, so
-expired leases pop in the order the model reclaims them: by deadline, ties by
-sample id.  Deletion is lazy: an ack, fail or dead-letter leaves its entry in
-place, and an ``extend`` pushes a new entry beside the old one.  An entry is
-*current* when ``live[sample_id]`` (the owner's mapping of live samples,
-whose records carry ``lease_id`` and ``deadline``) still has that lease id and
-that deadline; every other entry is stale and is dropped when met.
+expired leases come out in the order the model reclaims them: by deadline,
+ties by sample id.  Deletion is lazy: an ack, fail, reclaim or dead-letter
+leaves its entry in place, and an ``extend`` adds a new entry beside the old
+one.  An entry is *current* when ``live[sample_id]`` (the owner's mapping of
+live samples, whose records carry ``lease_id`` and ``deadline``) still has
+that lease id and that deadline; every other entry is stale and is dropped
+when met.
 
-Costs: ``push`` O(log n); ``pop_expired`` O(log n) per entry popped, so a
+Adding is two steps, so that the owner's state change can commit between
+them with nothing that can raise in the way: ``add`` pushes the entry
+*before* the owner commits the lease (until then the entry is stale, and a
+stale entry is harmless), and ``settle`` compacts *after* the commit (a
+compaction keeps only current entries, so it must see the committed lease).
+An exception at any point therefore leaves every live lease with its current
+entry: a lease is never left without the entry that lets reclaim find it.
+Likewise ``peek_expired`` does not remove the current entry it returns: the
+owner's requeue makes it stale, and the next peek drops it.
+
+Costs: ``add`` O(log n); ``peek_expired`` O(log n) per entry dropped, so a
 reclaim of k expired leases is O(k log n) plus the stale entries it drops,
-each of which was pushed once; an idle reclaim reads the top entry only.
-Stale entries are bounded by compaction: once the heap holds more stale
-entries than ``max(current, SLACK)``, it is rebuilt from its current entries,
-in O(n) paid for by the >= n/2 pushes since the last compaction (O(1)
-amortised each).  When the entry just pushed is the only current one (one
-lease outstanding, the common case of a consumer that acks each lease before
-taking the next), the rebuild is that entry alone, with no scan.
+each of which was added once; an idle reclaim reads the top entry only.
+
+Bound: stale entries are bounded by compaction.  Once the heap holds more
+than ``threshold`` entries (at first ``SLACK``), ``settle`` rebuilds it from
+its current entries and sets ``threshold = 2 * max(current, SLACK)``: O(n),
+paid for by the >= n/2 adds since the last compaction (O(1) amortised each).
+So the heap never holds more than ``max(2 * max(c, SLACK), live leases) + 1``
+entries, ``c`` the live leases at the last compaction: repeated ``extend`` of
+one lease keeps it at most ``2 * SLACK + 1``.  When the entry just added is
+the only current one (one lease outstanding, the common case of a consumer
+that acks each lease before taking the next), the rebuild is that entry
+alone, with no scan.
 
 Not thread-safe by itself: the owning queue calls it with its lock held.
 """
@@ -41,7 +57,9 @@ class DeadlineHeap:
     __slots__ = ("_heap", "_live", "_compact_above")
 
     def __init__(self, live: Mapping[str, Any]) -> None:
-        # Invariant: every live lease has exactly one current entry in _heap.
+        # Invariant (between the owner's operations): every live lease has
+        # exactly one current entry in _heap; len(_heap) <= _compact_above + 1
+        # unless more leases than that are live.
         self._heap: list[Entry] = []
         self._live = live
         self._compact_above = SLACK
@@ -50,36 +68,36 @@ class DeadlineHeap:
         """Entries held, stale ones included."""
         return len(self._heap)
 
-    def push(self, deadline: float, sample_id: str, lease_id: int, current: int) -> None:
-        """Record that lease ``lease_id`` of ``sample_id`` now expires at
-        ``deadline``; ``current`` is the number of live leases counting this
-        one (the owner's outstanding count), used to size compaction."""
-        heap = self._heap
-        entry = (deadline, sample_id, lease_id)
-        heappush(heap, entry)
-        if len(heap) > self._compact_above:
-            if current == 1:
-                heap = self._heap = [entry]
-            else:
-                self.compact()
-                heap = self._heap
-            self._compact_above = 2 * max(len(heap), SLACK)
-
-    def restore(self, entry: Entry) -> None:
-        """Put back an entry ``pop_expired`` returned (its reclaim was rejected)."""
+    def add(self, entry: Entry) -> None:
+        """Push ``entry`` (``(deadline, sample_id, lease_id)``) before the
+        owner commits that lease; it is stale until then."""
         heappush(self._heap, entry)
 
-    def pop_expired(self, now: float) -> Entry | None:
-        """Remove and return the earliest current entry with ``deadline <= now``
-        (ties by sample id), dropping the stale entries met on the way; None
-        when no live lease has expired."""
+    def settle(self, entry: Entry, current: int) -> None:
+        """After the owner committed ``entry``'s lease: compact if the heap
+        grew past its threshold.  ``current`` is the number of live leases
+        (the owner's outstanding count), ``entry`` among them."""
+        if len(self._heap) > self._compact_above:
+            if current == 1:
+                self._heap = [entry]
+            else:
+                self.compact()
+            self._compact_above = 2 * max(len(self._heap), SLACK)
+
+    def peek_expired(self, now: float) -> Entry | None:
+        """The earliest current entry with ``deadline <= now`` (ties by sample
+        id), left in place, dropping the stale entries above it; None when no
+        live lease has expired.  The owner's requeue makes it stale."""
         heap = self._heap
         live = self._live
-        while heap and heap[0][0] <= now:
-            entry = heappop(heap)
+        while heap:
+            entry = heap[0]
+            if entry[0] > now:
+                return None
             rec = live.get(entry[1])
             if rec is not None and rec.lease_id == entry[2] and rec.deadline == entry[0]:
                 return entry
+            heappop(heap)
         return None
 
     def compact(self) -> None:

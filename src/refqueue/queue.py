@@ -122,8 +122,9 @@ class _Sample:
     """What the queue holds for one live (pending or leased) sample: the
     model's ``Rec`` without the fields a production queue does not keep.
 
-    Invariants: ``lease_id == _NOT_LEASED`` iff ``deadline is None`` iff the
-    sample is in ``_pending``; ``deliveries == redeliveries + (leased)``
+    Invariants: ``lease_id is _NOT_LEASED`` (None) iff ``deadline is None``
+    iff the sample is in ``_pending``; a leased sample's ``lease_id`` is a
+    minted int >= 1; ``deliveries == redeliveries + (leased)``
     (RedeliveryCountsDeliveries).
     """
 
@@ -131,7 +132,7 @@ class _Sample:
 
     def __init__(self, ref: SampleRef) -> None:
         self.ref = ref
-        self.lease_id = _NOT_LEASED
+        self.lease_id: int | None = _NOT_LEASED
         self.deadline: float | None = None
         self.deliveries = 0  # acquires of this incarnation
         self.redeliveries = 0  # fails + reclaims of this incarnation
@@ -418,19 +419,29 @@ class SampleRefQueue:
         Live lease: the store scrubs the sample's data (D2), the sample is
         done (and joins the dedup window); True.  Stale lease (reclaimed,
         acked, failed, superseded): nothing changes; False (D1).  Rejects
-        ``TypeError`` (not a ``Lease``) and ``ForeignLease`` (another queue's).
+        ``TypeError`` (not a ``Lease``, or one altered to hold a ref that is
+        not a ``SampleRef`` or a ``lease_id`` that is not an int),
+        ``ValueError`` (a ``lease_id`` below 1, which no queue mints) and
+        ``ForeignLease`` (another queue's).  A pending sample is never acked,
+        whatever lease is passed.
         """
-        if type(lease) is not Lease or lease.epoch != self._epoch:
-            self._check_lease("ack", lease)
+        if (
+            type(lease) is Lease
+            and lease.epoch == self._epoch
+            and type(lease_id := lease.lease_id) is int
+            and lease_id > 0
+            and type(ref := lease.ref) is SampleRef
+        ):
+            sample_id = ref.sample_id
+        else:
+            sample_id, lease_id = self._check_lease("ack", lease)
         with self._lock:
-            rec = self._live.get(lease.ref.sample_id)
-            if rec is None or rec.lease_id != lease.lease_id:
-                stale = True
-            else:
+            rec = self._live.get(sample_id)
+            # a pending record's lease_id is None: no lease matches it
+            if rec is not None and rec.lease_id == lease_id:
                 self._finish_nowait(rec, None)
                 return True
-        if stale:
-            logger.debug("ack of a stale lease %d of %r ignored (D1)", lease.lease_id, lease.ref.sample_id)
+        logger.debug("ack of a stale lease %d of %r ignored (D1)", lease_id, sample_id)
         return False
 
     def fail(self, lease: Lease) -> bool:
@@ -441,17 +452,22 @@ class SampleRefQueue:
         data scrubbed) once delivered ``max_deliveries`` times; True.  Stale:
         False.  Rejects as ``ack``.
         """
-        if type(lease) is not Lease or lease.epoch != self._epoch:
-            self._check_lease("fail", lease)
+        if (
+            type(lease) is Lease
+            and lease.epoch == self._epoch
+            and type(lease_id := lease.lease_id) is int
+            and lease_id > 0
+            and type(ref := lease.ref) is SampleRef
+        ):
+            sample_id = ref.sample_id
+        else:
+            sample_id, lease_id = self._check_lease("fail", lease)
         with self._lock:
-            rec = self._live.get(lease.ref.sample_id)
-            if rec is None or rec.lease_id != lease.lease_id:
-                stale = True
-            else:
+            rec = self._live.get(sample_id)
+            if rec is not None and rec.lease_id == lease_id:
                 self._requeue_nowait(rec)
                 return True
-        if stale:
-            logger.debug("fail of a stale lease %d of %r ignored (D1)", lease.lease_id, lease.ref.sample_id)
+        logger.debug("fail of a stale lease %d of %r ignored (D1)", lease_id, sample_id)
         return False
 
     def dead_letter(self, lease: Lease, reason: str) -> bool:
@@ -462,8 +478,7 @@ class SampleRefQueue:
         Rejects as ``ack``, and ``TypeError``/``ValueError`` for a reason that
         is not a non-empty str.
         """
-        if type(lease) is not Lease or lease.epoch != self._epoch:
-            self._check_lease("dead_letter", lease)
+        sample_id, lease_id = self._check_lease("dead_letter", lease)
         if not isinstance(reason, str):
             raise TypeError(
                 f"dead_letter(reason) must be a str, got {describe(reason)}; say why the sample is poison"
@@ -471,8 +486,8 @@ class SampleRefQueue:
         if not reason:
             raise ValueError("dead_letter(reason) must not be empty; say why the sample is poison")
         with self._lock:
-            rec = self._live.get(lease.ref.sample_id)
-            if rec is None or rec.lease_id != lease.lease_id:
+            rec = self._live.get(sample_id)
+            if rec is None or rec.lease_id != lease_id:
                 return False
             self._finish_nowait(rec, reason)
             return True
@@ -482,19 +497,22 @@ class SampleRefQueue:
         ``clock.now() + seconds`` (default: the visibility timeout), even if it
         already passed but was not yet reclaimed; True.  Stale: False.
         Rejects as ``ack``, and ``TypeError``/``ValueError`` for ``seconds``
-        that is not a finite number > 0.
+        that is not a finite number > 0 and at most ``threading.TIMEOUT_MAX``.
+        A clock that raises changes nothing.  However often a lease is
+        extended, the deadline heap stays bounded (``refqueue._deadlines``).
         """
-        if type(lease) is not Lease or lease.epoch != self._epoch:
-            self._check_lease("extend", lease)
+        sample_id, lease_id = self._check_lease("extend", lease)
         seconds = self._vt_seconds if seconds is None else check_seconds("extend(seconds)", seconds)
         with self._lock:
-            rec = self._live.get(lease.ref.sample_id)
-            if rec is None or rec.lease_id != lease.lease_id:
+            rec = self._live.get(sample_id)
+            if rec is None or rec.lease_id != lease_id:
                 return False
-            deadline = self._now() + seconds
+            deadline = self._now() + seconds  # may raise: nothing has changed
             if deadline != rec.deadline:
-                rec.deadline = deadline
-                self._deadlines.push(deadline, lease.ref.sample_id, rec.lease_id, self._outstanding)
+                entry = (deadline, sample_id, lease_id)
+                self._deadlines.add(entry)  # stale until the commit below
+                rec.deadline = deadline  # the commit
+                self._deadlines.settle(entry, self._outstanding)
             return True
 
     # -- environment -----------------------------------------------------------------
@@ -505,7 +523,8 @@ class SampleRefQueue:
         is requeued as by ``fail`` (or dead-lettered at ``max_deliveries``).
         Returns how many.  O(k log n) for k expired leases; an idle call reads
         one heap entry.  If a dead-letter's scrub raises, the leases taken
-        back before it stay taken back and the error propagates.
+        back before it stay taken back and the error propagates.  The clock
+        is read first: a clock that raises changes nothing.
         """
         with self._lock:
             return self._reclaim_nowait()
@@ -630,17 +649,36 @@ class SampleRefQueue:
                 f"bound to {self._store_uri!r}; put refs of the queue's store"
             )
 
-    def _check_lease(self, call: str, lease: object) -> None:
+    def _check_lease(self, call: str, lease: object) -> tuple[str, int]:
+        """``(sample_id, lease_id)`` of a lease this queue may have minted,
+        each field read once; else the error that names what is wrong."""
         if not isinstance(lease, Lease):
             raise TypeError(
                 f"{call} needs a Lease, got {describe(lease)}; pass what acquire returned "
                 f"(or Lease.from_json of it)"
             )
-        if lease.epoch != self._epoch:
+        epoch, ref, lease_id = lease.epoch, lease.ref, lease.lease_id
+        if type(epoch) is not str or epoch != self._epoch:
             raise ForeignLease(
-                f"{call} got a lease of queue epoch {lease.epoch!r}, but this queue's epoch is "
+                f"{call} got a lease of queue epoch {epoch!r}, but this queue's epoch is "
                 f"{self._epoch!r}; hand a lease back to the queue that issued it"
             )
+        if not isinstance(ref, SampleRef):
+            raise TypeError(
+                f"{call} got a lease whose ref is {describe(ref)}, not a SampleRef; pass the lease "
+                f"acquire returned, unaltered"
+            )
+        if type(lease_id) is not int:
+            raise TypeError(
+                f"{call} got a lease whose lease_id is {describe(lease_id)}, not an int; pass the lease "
+                f"acquire returned, unaltered"
+            )
+        if lease_id < 1:
+            raise ValueError(
+                f"{call} got a lease with lease_id={lease_id}, which no queue mints (lease ids count up "
+                f"from 1); pass the lease acquire returned, unaltered"
+            )
+        return ref.sample_id, lease_id
 
     # -- state changes: each runs with self._lock held ------------------------------
 
@@ -716,23 +754,38 @@ class SampleRefQueue:
             self._events.append((callback, health))
 
     def _acquire_nowait(self) -> Lease | None:
-        """Model ``acquire``: the head of pending becomes leased."""
+        """Model ``acquire``: the head of pending becomes leased.
+
+        Everything that can raise runs before anything changes: the clock,
+        the lease, the new deadline entry (stale until the commit).  The
+        commit is attribute stores and then the ``popleft`` of the head: no
+        call between them, so no exception (a raising clock, an asynchronous
+        one) can leave the sample neither pending nor leased.  An exception
+        after the ``popleft`` leaves the sample leased, and reclaim brings it
+        back, as for a consumer that crashed.
+        """
         pending = self._pending
         if not pending:
             return None
-        rec = pending.popleft()
+        deadline = self._now() + self._vt_seconds  # may raise: nothing has changed
+        rec = pending[0]
+        ref = rec.ref
         lease_id = next(self._lease_ids)
-        deadline = self._now() + self._vt_seconds
+        lease = mint_lease(ref, deadline, self._vt, rec.redeliveries, lease_id, self._epoch)
+        entry = (deadline, ref.sample_id, lease_id)
+        self._deadlines.add(entry)
+        # the commit
         rec.lease_id = lease_id
         rec.deadline = deadline
         rec.deliveries += 1
         self._outstanding += 1
-        ref = rec.ref
-        self._deadlines.push(deadline, ref.sample_id, lease_id, self._outstanding)
-        return mint_lease(ref, deadline, self._vt, rec.redeliveries, lease_id, self._epoch)
+        pending.popleft()
+        self._deadlines.settle(entry, self._outstanding)
+        return lease
 
     def _requeue_nowait(self, rec: _Sample) -> None:
-        """Model ``_requeue``: a live lease comes back (fail or reclaim)."""
+        """Model ``_requeue``: a live lease comes back (fail or reclaim).
+        The commit is attribute stores and then the append: no call between."""
         if self._max_deliveries is not None and rec.deliveries >= self._max_deliveries:
             self._finish_nowait(rec, MAX_DELIVERIES_REASON)
             return
@@ -767,19 +820,19 @@ class SampleRefQueue:
             self._notify_if_drained()
 
     def _reclaim_nowait(self) -> int:
+        """Model ``reclaim_expired``.  The clock is read before anything
+        changes; each expired lease's heap entry stays in place until its
+        requeue commits (which makes it stale), so a requeue that raises
+        leaves that lease expired and due, and nothing is lost."""
         now = self._now()
         deadlines = self._deadlines
         live = self._live
         count = 0
         while True:
-            entry = deadlines.pop_expired(now)
+            entry = deadlines.peek_expired(now)
             if entry is None:
                 return count
-            try:
-                self._requeue_nowait(live[entry[1]])
-            except BaseException:
-                deadlines.restore(entry)
-                raise
+            self._requeue_nowait(live[entry[1]])
             count += 1
 
     def _notify_if_drained(self) -> None:

@@ -69,10 +69,14 @@ def test_d1_a_copied_lease_fails_and_extends(make_queue, stored, clock, twin):
 def test_d1_a_hand_made_lease_never_takes_a_pending_sample(make_queue, stored, store):
     q = make_queue()
     q.put(stored("a"))
-    forged = Lease(stored("b"), 0.0, VisibilityTimeout(), 0, 0, q.epoch)
-    forged_a = Lease(q.acquire_nowait().ref, 0.0, VisibilityTimeout(), 0, 0, q.epoch)
+    forged = Lease(stored("b"), 0.0, VisibilityTimeout(), 0, 10**6, q.epoch)  # an id never minted
+    forged_a = Lease(q.acquire_nowait().ref, 0.0, VisibilityTimeout(), 0, 10**6, q.epoch)
     q.put(stored("c"))
     assert q.ack(forged) is False and q.fail(forged_a) is False
+    assert q.pending_count() == 1 and q.outstanding_count() == 1
+    # an id no queue mints (ids count up from 1) is rejected outright
+    with pytest.raises(ValueError, match=r"^ack got a lease with lease_id=0, which no queue mints"):
+        q.ack(Lease(stored("d"), 0.0, VisibilityTimeout(), 0, 0, q.epoch))
     assert q.pending_count() == 1 and q.outstanding_count() == 1
 
 
