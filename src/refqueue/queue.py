@@ -21,6 +21,24 @@ Design notes
   samples a dict ``sample_id -> _Sample``.  ``reclaim_expired`` pops a
   deadline heap with lazy deletion (``refqueue._deadlines``): O(k log n) for
   k expired leases, and an idle reclaim reads one heap entry.
+* **Bounds.**  The queue keeps a record only of a live sample (pending or
+  leased); a completed one leaves behind at most its id in the dedup window
+  (``dedup_window`` ids) and its ``DeadLetter`` (the newest
+  ``dead_letter_limit``, older ones dropped and counted).  The deadline heap
+  holds at most ``max(2 * max(c, SLACK), live leases) + 1`` entries (c: the
+  live leases at its last compaction), however often a lease is extended.
+* **Commit last.**  Every state change first runs everything that can raise
+  (the clock, the store's ``scrub``, building the lease or the dead letter,
+  adding the new deadline entry, which is stale until the commit), and then
+  commits with attribute stores and at most one C call at the end, so that
+  neither a raising clock or store nor an asynchronous exception
+  (``KeyboardInterrupt``, ``PyThreadState_SetAsyncExc``; CPython delivers
+  those on entry to a Python function, after a call returns and on a
+  backward jump) can lose a sample: ``acquire`` pops the pending ref only
+  after the lease is recorded, so the sample is pending or leased, never
+  neither.  What is left: an asynchronous exception just after the store's
+  ``scrub`` returned leaves the lease live with its data gone (retrying the
+  ``ack`` completes it).
 * **Scrubbing under the lock (D2).**  A live ack or a dead-letter calls
   ``store.scrub(ref)`` *with the queue lock held*, before the queue's own
   state changes.  That makes "the ack commits and the data leaves the store"
@@ -159,7 +177,10 @@ class SampleRefQueue:
     ``on_pause(health)``/``on_resume(health)`` are told of each transition;
     ``max_deliveries`` dead-letters a sample delivered that often when it
     comes back again (D7); ``dedup_window=N`` rejects a re-put of one of the
-    last N completed ids (D5); ``clock`` supplies lease time.
+    last N completed ids (D5); ``clock`` supplies lease time;
+    ``dead_letter_limit`` (default 10,000) is how many ``DeadLetter`` records
+    ``dead_letters()`` keeps (the oldest are dropped first and counted in
+    ``dead_letters_dropped``; ``drain_dead_letters()`` takes them out).
 
     Validated here, with nothing built on a rejection: the store, each
     argument's type and range, and the *effective* watermark pair (queue
@@ -183,6 +204,7 @@ class SampleRefQueue:
         max_deliveries: int | None = None,
         dedup_window: int = 0,
         clock: Clock | None = None,
+        dead_letter_limit: int = DEFAULT_DEAD_LETTER_LIMIT,
     ) -> None:
         if not isinstance(store, FeatureStore):
             raise TypeError(
@@ -205,6 +227,12 @@ class SampleRefQueue:
             "SampleRefQueue(max_deliveries)", max_deliveries, 1, "pass None for no limit or a count >= 1"
         )
         check_count("SampleRefQueue(dedup_window)", dedup_window, 0, "pass 0 to turn deduplication off")
+        check_count(
+            "SampleRefQueue(dead_letter_limit)",
+            dead_letter_limit,
+            0,
+            f"pass how many dead letters to keep (the oldest are dropped first), e.g. {DEFAULT_DEAD_LETTER_LIMIT}",
+        )
         if clock is None:
             clock = MonotonicClock()
         elif not callable(getattr(clock, "now", None)):
@@ -265,7 +293,10 @@ class SampleRefQueue:
         self._deadlines = DeadlineHeap(self._live)
         self._closed = False
         self._paused = False
-        self._dead: list[DeadLetter] = []
+        # The newest dead_letter_limit dead letters, oldest first; each one
+        # the deque drops to make room is counted in _dead_dropped.
+        self._dead: deque[DeadLetter] = deque(maxlen=dead_letter_limit)
+        self._dead_dropped = 0
         self._completed: deque[str] = deque()  # the last dedup_window completed ids, oldest first
         self._completed_ids: set[str] = set()  # the same ids, for O(1) lookup
         self._events: deque[tuple[Callable[[StoreHealth], Any], StoreHealth]] = deque()
@@ -624,9 +655,31 @@ class SampleRefQueue:
             return self._outstanding
 
     def dead_letters(self) -> list[DeadLetter]:
-        """Every dead-lettered sample, in dead-letter order."""
+        """The dead-lettered samples kept (the newest ``dead_letter_limit``
+        not yet drained), in dead-letter order.  O(dead_letter_limit)."""
         with self._lock:
             return list(self._dead)
+
+    def drain_dead_letters(self) -> list[DeadLetter]:
+        """Take out the dead letters kept, in dead-letter order: the list
+        ``dead_letters()`` would return; afterwards it is empty.
+        ``dead_letters_dropped`` is not reset."""
+        with self._lock:
+            drained = list(self._dead)
+            self._dead.clear()
+            return drained
+
+    @property
+    def dead_letter_limit(self) -> int:
+        """How many dead letters the queue keeps (a constructor argument)."""
+        return self._dead.maxlen  # type: ignore[return-value]
+
+    @property
+    def dead_letters_dropped(self) -> int:
+        """Dead letters dropped, oldest first, to keep ``dead_letter_limit``
+        (not counting those taken out by ``drain_dead_letters``)."""
+        with self._lock:
+            return self._dead_dropped
 
     def __repr__(self) -> str:
         with self._lock:
@@ -799,20 +852,25 @@ class SampleRefQueue:
 
     def _finish_nowait(self, rec: _Sample, reason: str | None) -> None:
         """Model ``_finish``: a leased sample is acked (``reason`` None) or
-        dead-lettered.  The store scrubs first: if that raises, nothing here
-        has changed."""
+        dead-lettered.  The dead letter is built and the store scrubs first:
+        if either raises, nothing here has changed.  Then the commit (the
+        record leaves; no call in between), then the bookkeeping."""
         ref = rec.ref
+        letter = None if reason is None else DeadLetter(ref, reason, rec.deliveries)
         self._store.scrub(ref)
         sample_id = ref.sample_id
         del self._live[sample_id]
         self._outstanding -= 1
+        if letter is not None:
+            dead = self._dead
+            if len(dead) == dead.maxlen:
+                self._dead_dropped += 1  # the deque drops its oldest to make room
+            dead.append(letter)
         if self._dedup_window:
             if len(self._completed) == self._dedup_window:
                 self._completed_ids.discard(self._completed.popleft())
             self._completed.append(sample_id)
             self._completed_ids.add(sample_id)
-        if reason is not None:
-            self._dead.append(DeadLetter(ref, reason, rec.deliveries))
         self._room_generation += 1
         if self._producers_waiting:
             self._room.notify_all()
