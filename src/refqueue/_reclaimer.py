@@ -3,17 +3,27 @@
 Nothing else reclaims orphaned leases in a running pipeline, so a production
 queue wants one.  The thread wakes every ``interval`` seconds of real time
 (``Event.wait`` as a timer: the period of a periodic job, not a stand-in for
-synchronisation) and calls ``reclaim``; ``stop`` sets the event and joins.
+synchronisation) and calls ``reclaim_expired``; ``stop`` sets the event and
+joins.
 
-A reclaim that raises stops the thread; the exception is kept in ``error``
-and re-raised (wrapped in ``RuntimeError``) by ``stop``, so it is never lost.
+The thread never keeps its queue alive: it holds a weak reference, and a
+strong one only for the length of one reclaim.  When the queue is collected
+the weak reference's callback sets the event, and the thread ends at once.
+It also ends by itself once the queue is closed and drained (D3): no lease
+is left to reclaim, and none can come, since a closed queue takes no puts.
+
+Anything that stops the thread early (a reclaim that raises, a wait that
+fails) is kept in ``error`` and re-raised, wrapped in ``RuntimeError``, by
+``stop(report=True)``, so it is never lost.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+import traceback
+import weakref
+from typing import Any
 
 __all__ = ["Reclaimer"]
 
@@ -21,14 +31,18 @@ logger = logging.getLogger("refqueue.queue")
 
 
 class Reclaimer:
-    """Calls ``reclaim()`` every ``interval`` seconds until ``stop()``."""
+    """Calls ``queue.reclaim_expired()`` every ``interval`` seconds until
+    ``stop()``, until the queue is closed and drained, or until it is
+    collected."""
 
-    def __init__(self, reclaim: Callable[[], int], interval: float, name: str) -> None:
+    def __init__(self, queue: Any, interval: float, name: str) -> None:
         self.interval = interval
         self.reclaimed = 0  # leases taken back so far (written by the thread only)
-        self.error: BaseException | None = None  # what stopped the thread, if anything
-        self._reclaim = reclaim
-        self._stop = threading.Event()  # set by stop(): the thread leaves its loop
+        self.error: BaseException | None = None  # what stopped the thread early, if anything
+        # Set by stop(), and by the queue's collection: the thread leaves its loop.
+        stop = self._stop = threading.Event()
+        # The callback holds the event only, never the queue nor this object.
+        self._queue = weakref.ref(queue, lambda _ref: stop.set())
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
@@ -38,21 +52,42 @@ class Reclaimer:
     def running(self) -> bool:
         return self._thread.is_alive()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.reclaimed += self._reclaim()
-            except BaseException as exc:  # kept for stop(), which re-raises it
-                self.error = exc
-                logger.exception("the background reclaimer stopped: reclaim_expired raised")
-                return
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds for the thread to end; True when it has."""
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
 
-    def stop(self) -> None:
-        """Stop the thread and wait for it; re-raise what stopped it early, if anything."""
+    def _run(self) -> None:
+        try:
+            while self._queue_needs_it() and not self._stop.wait(self.interval):
+                self._reclaim_once()
+        except BaseException as exc:  # kept for stop(), which re-raises it
+            logger.exception("the background reclaimer stopped: %r", exc)
+            # The traceback's frames would hold the queue (a cycle through
+            # queue._reclaimer); keep the lines, drop the locals.
+            traceback.clear_frames(exc.__traceback__)
+            self.error = exc
+
+    # Each helper holds the queue only while it runs: between ticks the thread
+    # holds no strong reference, so a forgotten queue is collected.
+
+    def _queue_needs_it(self) -> bool:
+        queue = self._queue()
+        return queue is not None and not queue.is_drained
+
+    def _reclaim_once(self) -> None:
+        queue = self._queue()
+        if queue is not None:
+            self.reclaimed += queue.reclaim_expired()
+
+    def stop(self, *, report: bool = True) -> None:
+        """Stop the thread and wait for it (unless called from it); with
+        ``report``, re-raise what stopped it early, if anything."""
         self._stop.set()
-        if self._thread.ident is not None and self._thread is not threading.current_thread():
-            self._thread.join()
-        if self.error is not None:
+        if self._thread is not threading.current_thread():
+            self.join()
+        if report and self.error is not None:
             raise RuntimeError(
                 f"the background reclaimer stopped early because reclaim_expired raised "
                 f"{self.error!r}; fix the cause (a closed store?) and start a new one"

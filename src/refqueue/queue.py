@@ -83,7 +83,14 @@ Design notes
   soon as the queue holds no work, whatever the producers, sample sizes and
   orphans.  A resume wakes every blocked producer.
 * **Time.**  Lease deadlines read the injected ``clock`` (default
-  ``MonotonicClock``); ``poll_interval`` waits are real time.
+  ``MonotonicClock``); ``poll_interval`` waits are real time.  Every
+  duration is at most ``threading.TIMEOUT_MAX``; a poll interval may be
+  ``math.inf`` (wait for the queue's signal, with no timeout).
+* **The reclaimer** (``refqueue._reclaimer``) holds the queue by a weak
+  reference and ends when the queue is closed and drained, or collected;
+  ``close()`` on a drained queue stops it at once.  Its start and stop are
+  serialised by ``_reclaimer_lock`` (never held with ``_lock``, never held
+  across a join).
 """
 
 from __future__ import annotations
@@ -259,6 +266,9 @@ class SampleRefQueue:
         self._now: Callable[[], float] = _monotonic if type(clock) is MonotonicClock else clock.now
         self._epoch = uuid.uuid4().hex
         self._lease_ids = itertools.count(1)
+        # Guards _reclaimer: start_reclaimer and stop_reclaimer are atomic.
+        # Never held together with _lock, and never across a join.
+        self._reclaimer_lock = threading.Lock()
         self._reclaimer: Reclaimer | None = None
 
         # Locking rule: every field below is read and written with _lock held.
@@ -563,38 +573,67 @@ class SampleRefQueue:
     def close(self) -> None:
         """No more puts (model: ``close``); what is pending or leased still
         drains.  Idempotent.  Blocked producers raise ``QueueClosed``; waiting
-        consumers return None at once if that leaves the queue drained."""
+        consumers return None at once if that leaves the queue drained.
+
+        The background reclaimer stops: at once (joined, unless ``close`` is
+        called from the reclaimer thread itself) when the queue is drained,
+        else by itself once the last lease is acked or dead-lettered (it
+        still reclaims the leases of consumers that crashed, so that the
+        queue can drain: D3).  An error that stopped it early is kept for
+        ``stop_reclaimer()`` to report; ``close`` never raises it."""
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._room_generation += 1
-            if self._producers_waiting:
-                self._room.notify_all()
-            self._notify_if_drained()
+            if not self._closed:
+                self._closed = True
+                self._room_generation += 1
+                if self._producers_waiting:
+                    self._room.notify_all()
+                self._notify_if_drained()
+            drained = not self._pending and self._outstanding == 0
+        if drained:
+            with self._reclaimer_lock:
+                reclaimer = self._reclaimer
+            if reclaimer is not None:
+                reclaimer.stop(report=False)  # kept in _reclaimer: stop_reclaimer reports its error
 
     def start_reclaimer(self, interval: float | None = None) -> None:
         """Start a daemon thread that calls ``reclaim_expired`` every
         ``interval`` seconds (default: a quarter of the visibility timeout),
         so a lease is reclaimed at most ``interval`` after its deadline.
-        ``RuntimeError`` if one is already running."""
+
+        The thread holds the queue by a weak reference only (a forgotten
+        queue is collected, and its reclaimer ends), and ends by itself once
+        the queue is closed and drained.  Atomic: of two threads starting a
+        reclaimer at once, one starts it and the other gets ``RuntimeError``
+        (as does any call while one is running).  ``interval`` is a number
+        of seconds > 0 and at most ``threading.TIMEOUT_MAX``."""
         if interval is None:
             interval = self._vt_seconds / 4
         interval = check_seconds("start_reclaimer(interval)", interval)
-        if self._reclaimer is not None and self._reclaimer.running:
-            raise RuntimeError(
-                f"start_reclaimer: a reclaimer is already running every {self._reclaimer.interval} s; "
-                f"call stop_reclaimer() first"
-            )
-        self._reclaimer = Reclaimer(self.reclaim_expired, interval, name=f"refqueue-reclaimer-{self._epoch[:8]}")
-        self._reclaimer.start()
+        with self._reclaimer_lock:
+            current = self._reclaimer
+            if current is not None and current.running:
+                raise RuntimeError(
+                    f"start_reclaimer: a reclaimer is already running every {current.interval} s; "
+                    f"call stop_reclaimer() first"
+                )
+            reclaimer = Reclaimer(self, interval, name=f"refqueue-reclaimer-{self._epoch[:8]}")
+            reclaimer.start()
+            self._reclaimer = reclaimer
 
     def stop_reclaimer(self) -> None:
-        """Stop the background reclaimer and wait for it (no-op if none).
+        """Stop the background reclaimer and wait for it (no-op if none; it
+        does not wait when called from the reclaimer thread itself).
         Re-raises, as ``RuntimeError``, an error that stopped it early."""
-        reclaimer, self._reclaimer = self._reclaimer, None
-        if reclaimer is not None:
-            reclaimer.stop()
+        with self._reclaimer_lock:
+            reclaimer = self._reclaimer
+        if reclaimer is None:
+            return
+        try:
+            reclaimer.stop()  # joined outside the lock: the thread may call back into the queue
+        finally:
+            with self._reclaimer_lock:
+                if self._reclaimer is reclaimer:
+                    self._reclaimer = None
 
     def __enter__(self) -> SampleRefQueue:
         return self
