@@ -126,6 +126,7 @@ class Certificate:
     failure: dict[str, Any] | None = None
     counterexample: str | None = None  # pytest source replaying the failure
     history: str | None = None  # JSON of the history the threads phase found not linearizable (or undecided)
+    not_checked: list[dict[str, str]] = field(default_factory=list)  # {"check", "why"}: each check not run
     duration_s: float = 0.0
     kit_version: str = KIT_VERSION
 
@@ -155,6 +156,7 @@ class Certificate:
             "capabilities": self.capabilities,
             "phases": self.phases,
             "coverage": self.coverage,
+            "not_checked": self.not_checked,
             "failure": self.failure,
             "python": platform.python_version(),
         }
@@ -186,6 +188,9 @@ class Certificate:
         for name, p in self.phases.items():
             detail = ", ".join(f"{k}={v}" for k, v in p.items() if k not in ("steps", "seconds", "steps_per_second"))
             lines.append(f"| {name} | {p.get('steps', 0):,} | {p.get('seconds', 0)} | {p.get('steps_per_second', '')} | {detail} |")
+        if self.not_checked:
+            lines += ["", "## Not checked", ""]
+            lines += [f"- {n['check']}: {n['why']}" for n in self.not_checked]
         graph = self.coverage.get("world_graph")
         if graph:
             lines += [
@@ -214,7 +219,8 @@ class Certificate:
                 "",
                 f"- phase: {self.failure['phase']}",
                 f"- caught after {self.failure['steps_to_failure']:,} steps",
-                f"- shortest failing run: {self.failure['trace_steps']} steps",
+                f"- {'shortest failing run' if self.failure.get('shrunk', True) else 'failing run (not shrunk)'}: "
+                f"{self.failure['trace_steps']} steps",
                 f"- {self.failure['message']}",
             ]
             if self.failure.get("test_file"):
@@ -266,7 +272,7 @@ def check_construction(backend: Backend) -> tuple[int, dict[str, Any] | None]:
         try:
             limits_store = backend.make_store() if backend.make_store is not None else default_store(**store)
             try:
-                config.model_config(limits_store, fifo=caps.fifo)
+                config.byte_config(limits_store, fifo=caps.fifo)  # in bytes: messages say bytes
             finally:
                 limits_store.close()
         except (TypeError, ValueError) as exc:
@@ -358,6 +364,9 @@ def certify(
             f"the exhaustive cover follows the explorer's world graph, which needs {', '.join(WALK_NEEDS)}, "
             f"but {backend.target} does not declare {', '.join(lacking)}; certify it without --exhaustive"
         )
+    unfit = _unrepresentable(backend)
+    if unfit is not None:
+        raise ValueError(f"{backend.target}: {unfit}")
     bar = progress or Progress(enabled=False)
     started = time.perf_counter()
     cert = Certificate(
@@ -367,6 +376,7 @@ def certify(
         capabilities=backend.capabilities.to_dict(),
         exhaustive=exhaustive,
     )
+    cert.not_checked = _not_checked(backend)
     runners = {
         "construction": _construction_phase,
         "walks": _walks_phase,
@@ -385,8 +395,51 @@ def certify(
     return cert
 
 
-# What the world graph's transitions use: FIFO acquires, Tick, Extend, max_deliveries=2.
-WALK_NEEDS = ("fifo", "injected_clock", "extend", "max_deliveries")
+# What the world graph's transitions need that no smaller world does without:
+# FIFO acquires (the graph's Acquire takes the head).  A backend lacking other
+# capabilities walks the graph without their transitions (walks.world_limits).
+WALK_NEEDS = ("fifo",)
+
+# What the lockstep and threads phases leave out for each absent capability.
+_NOT_CHECKED = {
+    "fifo": "FIFO order (acquire is checked against every pending ref instead)",
+    "extend": "extend: lease heartbeats (D7)",
+    "max_deliveries": "max_deliveries: dead-lettering at the delivery cap (D7)",
+    "dedup_window": "dedup_window: replayed ids refused (D5)",
+    "dead_letter": "dead_letter: explicit dead-lettering (D7)",
+    "injected_clock": "deadlines and reclaims of expired leases (no time passes)",
+    "acquire_nowait": "acquire_nowait: acquire is made only where it returns at once",
+    "abort_when": "put_blocks_until_below(abort_when=): blocking puts that would wait",
+    "lease_json": "Lease.to_json/from_json round trips",
+}
+
+
+def _not_checked(backend: Backend) -> list[dict[str, str]]:
+    """Each check the capabilities rule out, and why (the certificate lists them)."""
+    caps = backend.capabilities
+    out = [{"check": what, "why": f"{name}=False declared"} for name, what in _NOT_CHECKED.items() if not getattr(caps, name)]
+    lacking = _lacking_for_walks(backend)
+    if lacking:
+        out.append({"check": "walks / exhaustive", "why": f"the world graph needs {', '.join(lacking)}"})
+    if not caps.abort_when:
+        out.append({"check": "producers phase", "why": "every wait of the phase is bounded by abort_when, which is not declared"})
+    return out
+
+
+def _unrepresentable(backend: Backend) -> str | None:
+    """Why the model cannot stand for the backend's own store, if it cannot."""
+    if backend.make_store is None:
+        return None
+    from refqueue.conformance.samples import LOCKSTEP_SIZES, unrepresentable
+    from refqueue.conformance.walks import world_graph
+
+    world = world_graph().world
+    reach = max(sum(LOCKSTEP_SIZES.values()), sum(world.sizes))
+    store = backend.make_store()
+    try:
+        return unrepresentable(store, reach)
+    finally:
+        store.close()
 
 
 def _lacking_for_walks(backend: Backend) -> list[str]:
@@ -448,11 +501,15 @@ def _walks_phase(
 ) -> bool:
     from refqueue.conformance.walks import Coverage, cover, random_walks, world_graph
 
+    from refqueue.conformance.walks import world_limits
+    from refqueue.model.world import make_world
+
     lacking = _lacking_for_walks(backend)
     if lacking:
         cert.phases["walks"] = {"steps": 0, "skipped": f"the world graph needs {', '.join(lacking)}"}
         return True
-    wg = world_graph()
+    keywords, without, said = world_limits(backend.capabilities)
+    wg = world_graph(make_world(**keywords) if keywords else None, without)
     coverage = Coverage.of(wg)
     if exhaustive:
         bar.start("exhaustive", len(wg.edges))
@@ -476,6 +533,12 @@ def _walks_phase(
         )
         name = "walks"
     cert.phases[name] = _timed(result.steps, result.seconds, walks=result.walks, replays=result.replays)
+    if result.off_graph:
+        cert.phases[name]["tie_orders_off_graph"] = result.off_graph
+    if result.given_up:
+        cert.phases[name]["transitions_given_up"] = result.given_up
+    if said:
+        cert.phases[name]["reduced_world"] = "; ".join(said)
     graph = coverage.to_dict()
     graph["transitions_share"] = f"{100 * graph['transitions'] / graph['transitions_total']:.1f} %"
     graph["nodes_share"] = f"{100 * graph['nodes'] / graph['nodes_total']:.1f} %"
@@ -643,6 +706,9 @@ def _producers_phase(
     from refqueue.conformance.producers import CHECKS, check_producers
 
     bar.start("producers", len(CHECKS))
+    if not backend.capabilities.abort_when:
+        cert.phases["producers"] = {"steps": 0, "skipped": "every wait of the phase is bounded by abort_when, not declared"}
+        return True
     report = check_producers(backend, seed=seed, bound=profile.producer_bound, samples=profile.producer_samples)
     bar.update(len(report.checks), "checks")
     if report.skipped is not None:

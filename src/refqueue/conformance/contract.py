@@ -70,9 +70,21 @@ class Capabilities:
     ``injected_clock``
         deadlines are read from the ``clock`` handed to the factory; without
         it the kit never lets time pass and compares no deadline
+    ``acquire_nowait``
+        ``acquire_nowait()`` exists; without it the kit calls ``acquire`` only
+        where the model says it returns at once (something pending, or drained)
+    ``abort_when``
+        ``put_blocks_until_below`` takes ``abort_when``; without it the kit
+        makes a blocking put only where the model says it enqueues at once
+    ``lease_json``
+        ``Lease.to_json()``/``Lease.from_json()`` exist (copies are still checked)
     ``reclaimer``
         ``start_reclaimer(interval)``/``stop_reclaimer()`` exist (the blocking
         phase's reclaimer checks run only with it)
+
+    A capability declared absent shrinks the world the kit drives (the walks
+    and ``--exhaustive`` run on the world graph without those actions); the
+    certificate lists each check that did not run and why.
     """
 
     fifo: bool = True
@@ -81,6 +93,9 @@ class Capabilities:
     dedup_window: bool = True
     dead_letter: bool = True
     injected_clock: bool = True
+    acquire_nowait: bool = True
+    abort_when: bool = True
+    lease_json: bool = True
     reclaimer: bool = True
 
     def __post_init__(self) -> None:

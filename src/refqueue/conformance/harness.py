@@ -87,6 +87,23 @@ class ModelConfig(NamedTuple):
             config["dedup_window"] = self.dedup_window
         return config
 
+    def byte_config(self, store: Any, *, fifo: bool) -> Config:
+        """The model's ``Config`` for this queue over ``store`` in real bytes (no
+        rounding: what the construction check decides with, and what its
+        messages say; raises as ``make_config``)."""
+        from refqueue.conformance.samples import byte_limits
+
+        return make_config(
+            visibility_timeout=self.visibility_timeout,
+            high_watermark_bytes=None if self.high is None else self.high * UNIT_BYTES,
+            low_watermark_bytes=None if self.low is None else self.low * UNIT_BYTES,
+            max_deliveries=self.max_deliveries,
+            dedup_window=self.dedup_window or 0,
+            fifo=fifo,
+            epoch=_EPOCH,
+            **byte_limits(store),
+        )
+
     def model_config(self, store: Any, *, fifo: bool) -> Config:
         """The model's ``Config`` for this queue over ``store`` (raises as ``make_config``)."""
         return make_config(
@@ -197,6 +214,12 @@ class Harness:
         # (its copies share the key) and every foreign one the run took.
         self.table: dict[tuple[Any, Any], ModelLease] = {}
         self._counts = {"ref": 0, "lease": 0, "handle": 0, "foreign": 0}
+        # Groups of pending sample ids whose order is free: leases due at the same
+        # instant, taken back by one reclaim, may be requeued in any order.  A
+        # group's members stay contiguous in ``state.pending`` (only an acquire
+        # takes a ref out, and from the head); groups of fewer than two are dropped.
+        self.ties: list[frozenset[str]] = []
+        self.tie_taken = False  # the last acquire took a tied ref ahead of the model's head
         try:
             self.epoch = self.queue.epoch
         except Exception as exc:  # noqa: BLE001 - a missing property is a failed contract
@@ -372,6 +395,18 @@ class Harness:
         ref = self.refs[ref_name]
         before = self.state
         out = A.put_step(self.cfg, before, ref.sample_id, self.sizes[ref.sample_id])
+        if not self.caps.abort_when:
+            # Without abort_when the call waits until it enqueues: made only where it does at once.
+            if out.error is None and not out.value.enqueued:
+                raise ValueError("try_put of a backend without abort_when needs a put the model enqueues at once")
+            if out.error is None:
+                resident = before.resident_bytes * UNIT_BYTES
+                self.events += tuple((event, resident) for event in out.value.events)
+            step = self._apply("try_put", (ref_name, "no_abort"), out._replace(value=None))
+            self._run(step, lambda: self.queue.put_blocks_until_below(ref))
+            if out.error is None:
+                self.put_ref[ref.sample_id] = ref_name
+            return
         if out.error is None:
             resident = before.resident_bytes * UNIT_BYTES
             self.events += tuple((event, resident) for event in out.value.events)
@@ -385,6 +420,13 @@ class Harness:
         self._run(step, lambda: self.queue.put_blocks_until_below(ref, abort_when=lambda: True))
         if out.error is None:
             self.put_ref[ref.sample_id] = ref_name
+
+    def try_put_enqueues(self, ref_name: str) -> bool:
+        """Whether one blocking-put step of ``ref_name`` returns at once without
+        ``abort_when`` (it enqueues, or it is refused)."""
+        ref = self.refs[ref_name]
+        out = A.put_step(self.cfg, self.state, ref.sample_id, self.sizes[ref.sample_id])
+        return out.error is not None or out.value.enqueued
 
     def put_wrong(self, ref_name: str, how: str) -> None:
         """A put the queue must refuse as an argument error: ``how`` is ``"type"``
@@ -408,8 +450,19 @@ class Harness:
     # -- the consumer ------------------------------------------------------------
 
     def acquire(self) -> str | None:
-        """``q.acquire_nowait()``; the lease's name, or None."""
-        return self._acquire("acquire", self.queue.acquire_nowait)
+        """``q.acquire_nowait()``; the lease's name, or None.
+
+        A backend without ``acquire_nowait`` gets ``q.acquire(poll_interval=0.001)``
+        where the model says it returns at once; elsewhere the call would wait,
+        so it is not made (an ``idle`` step: the observables are still compared).
+        """
+        if self.caps.acquire_nowait:
+            return self._acquire("acquire", self.queue.acquire_nowait)
+        if self.acquire_returns_at_once():
+            return self._acquire("acquire_wait", lambda: self.queue.acquire(poll_interval=0.001), 0.001)
+        step = self._apply("idle", (), A.acquire(self.cfg, self.state))
+        self._observe(step)
+        return None
 
     def acquire_wait(self, poll_interval: float) -> str | None:
         """``q.acquire(poll_interval=...)`` where the model says it returns at once
@@ -425,8 +478,24 @@ class Harness:
             raise ValueError("acquire_wait with a valid interval needs something pending or a drained queue")
         return self._acquire("acquire_wait", lambda: self.queue.acquire(poll_interval=poll_interval), poll_interval)
 
-    def _acquire(self, op: str, call: Callable[[], Any], *args: Any) -> str | None:
+    def allowed_acquires(self) -> tuple[str, ...]:
+        """What an acquire may return now: the model's ``allowed_acquires``, and
+        for a FIFO backend the whole tie group at the head of pending too."""
         allowed = A.allowed_acquires(self.cfg, self.state)
+        pending = self.state.pending
+        if self.caps.fifo and pending:
+            for group in self.ties:
+                if pending[0] in group:
+                    return tuple(sid for sid in pending if sid in group)
+        return allowed
+
+    def _took(self, sample_id: str) -> None:
+        """``sample_id`` left pending: it leaves its tie group."""
+        self.ties = [g - {sample_id} for g in self.ties]
+        self.ties = [g for g in self.ties if len(g) > 1]
+
+    def _acquire(self, op: str, call: Callable[[], Any], *args: Any) -> str | None:
+        allowed = self.allowed_acquires()
         error: Exception | None = None
         try:
             lease = call()
@@ -434,7 +503,15 @@ class Harness:
             lease, error = None, exc
         sample_id = None if lease is None else getattr(getattr(lease, "ref", None), "sample_id", None)
         choose = sample_id if not self.caps.fifo and sample_id in allowed else None
+        self.tie_taken = False
+        if self.caps.fifo and sample_id in allowed and sample_id != self.state.pending[0]:
+            self.tie_taken = True
+            # A tie the model leaves free: the backend requeued this one first.
+            pending = self.state.pending
+            self.state = self.state._replace(pending=(sample_id, *(x for x in pending if x != sample_id)))
         out = A.acquire(self.cfg, self.state, choose=choose)
+        if out.value is not None:
+            self._took(out.value.sample_id)
         name = None
         if out.value is not None:
             mlease: ModelLease = out.value
@@ -453,7 +530,7 @@ class Harness:
             return None
         if want is None or sample_id != want.lease.sample_id:
             say = "returns None (nothing is pending)" if want is None else f"hands out {want.lease.sample_id!r}"
-            if want is not None and not self.caps.fifo:
+            if want is not None and len(allowed) > 1:
                 say = f"allows one of {list(allowed)}"
             raise self._diverge(step, f"returned a lease on {sample_id!r}; the model {say}")
         assert name is not None
@@ -523,6 +600,8 @@ class Harness:
         (``type(lease).from_json(lease.to_json())``); it must equal the original."""
         if how not in ("copy", "deepcopy", "json"):
             raise ValueError(f"copy(how={how!r}): how must be 'copy', 'deepcopy' or 'json'")
+        if how == "json" and not self.caps.lease_json:
+            raise ValueError("copy(how='json') of a backend without lease_json")
         lease = self.leases[name]
         new = self._name("lease")
         step = self._apply("copy", (name, how), A.Outcome(self.state, None, None), new)
@@ -588,8 +667,11 @@ class Harness:
         out = A.acquire(self.cfg, self.state)
         if out.value is not None or not A.is_drained(self.state):
             raise ValueError("stop needs a drained queue")
-        step = self._apply("stop", (), out)
-        self._run(step, self.queue.acquire_nowait)
+        step = self._apply("stop", () if self.caps.acquire_nowait else (0.001,), out)
+        if self.caps.acquire_nowait:
+            self._run(step, self.queue.acquire_nowait)
+        else:
+            self._run(step, lambda: self.queue.acquire(poll_interval=0.001))
 
     def get(self, name: str) -> str | None:
         """``store.get(lease.ref)`` by the holder of ``name`` (live or stale); the handle's name."""
@@ -636,10 +718,56 @@ class Harness:
         self._observe(step)
 
     def reclaim(self) -> None:
-        """``q.reclaim_expired()``: how many leases were taken back."""
-        out = A.reclaim_expired(self.cfg, self.state)
+        """``q.reclaim_expired()``: how many leases were taken back.
+
+        Leases due at the same instant may be taken back in any order: those
+        requeued form a tie group (``ties``, any may be acquired first), and
+        those dead-lettered may be listed in any order among themselves.
+        """
+        before = self.state
+        groups: dict[float, list[str]] = {}
+        for i in A.expired(before):
+            groups.setdefault(before.recs[i].deadline, []).append(before.ids[i])  # type: ignore[arg-type]
+        out = A.reclaim_expired(self.cfg, before)
+        dead_before = len(self.dead)
         step = self._apply("reclaim", (), out)
-        self._run(step, self.queue.reclaim_expired, out.value)
+        requeued = set(out.state.pending) - set(before.pending)
+        for ids in groups.values():
+            group = frozenset(sid for sid in ids if sid in requeued)
+            if len(group) > 1:
+                self.ties.append(group)
+        try:
+            value = self.queue.reclaim_expired()
+        except Exception as exc:  # noqa: BLE001 - classified against the model
+            self._rejected(step, exc)
+            self._observe(step)
+            return
+        self._returned(step, value, out.value)
+        if self._dead_api and len(self.dead) - dead_before > 1:
+            step = self._adopt_dead_order(step, dead_before, groups)
+        self._observe(step)
+
+    def _adopt_dead_order(self, step: Step, start: int, groups: dict[float, list[str]]) -> Step:
+        """The step, with the backend's order of the dead letters this reclaim
+        added when it only permutes leases due at the same instant."""
+        try:
+            got = tuple((d.ref.sample_id, d.reason, d.deliveries) for d in self.queue.dead_letters())
+        except Exception:  # noqa: BLE001 - _observe reads it again and reports the crash
+            return step
+        mine = self.dead
+        due = {sid: deadline for deadline, ids in groups.items() for sid in ids}
+        if (
+            got == mine
+            or len(got) != len(mine)
+            or got[:start] != mine[:start]
+            or sorted(got[start:]) != sorted(mine[start:])
+            or [due.get(d[0]) for d in got[start:]] != [due.get(d[0]) for d in mine[start:]]
+        ):
+            return step
+        self.dead = got
+        step = step._replace(obs=self._expected())
+        self.trace[-1] = step
+        return step
 
     def close(self) -> None:
         """``q.close()`` (idempotent)."""

@@ -527,7 +527,7 @@ def _worker(rec: _Recorder, thread: int, plan: Sequence[str], fresh: list[str], 
 
     def as_given(lease: Any) -> Any:
         # Sometimes hand back a JSON round trip: identity is (epoch, lease_id), not the object (D1).
-        if rng.random() < 0.2 and hasattr(lease, "to_json"):
+        if caps.lease_json and rng.random() < 0.2 and hasattr(lease, "to_json"):
             return type(lease).from_json(lease.to_json())
         return lease
 
@@ -556,6 +556,10 @@ def _worker(rec: _Recorder, thread: int, plan: Sequence[str], fresh: list[str], 
             kind = "ack"
         if kind == "dead_letters" and not (caps.dead_letter or caps.max_deliveries):
             kind = "pending_count"
+        if kind == "acquire_nowait" and not caps.acquire_nowait:
+            kind = "acquire"
+        if kind == "put_blocks" and not caps.abort_when:
+            kind = "put"  # without abort_when a blocking put may wait: not one model step
         if kind in ("put", "put_blocks"):
             sample_id = next(fresh_ids)
             ref = rec.refs[sample_id]
@@ -577,7 +581,7 @@ def _worker(rec: _Recorder, thread: int, plan: Sequence[str], fresh: list[str], 
             acquire(kind)
         elif kind in ("ack", "fail", "extend", "dead_letter"):
             if not held:
-                acquire("acquire_nowait")
+                acquire("acquire_nowait" if caps.acquire_nowait else "acquire")
                 continue
             lease = held[rng.randrange(len(held))]
             hand_back(kind, lease)

@@ -79,7 +79,10 @@ _ACQUIRES = ("acquire", "acquire_nowait")
 # The search state: the model's state, the model lease each minted lease
 # identity stands for so far (by slot; None while unminted), and the
 # deliveries of each dead letter (the model lists only (sample_id, reason)).
-Search = tuple[State, tuple[ModelLease | None, ...], tuple[int, ...]]
+# (model state, lease bindings, deliveries of each dead letter, tie groups): a
+# tie group is a set of pending ids requeued by one reclaim with equal
+# deadlines, whose order is free (a FIFO acquire may take any of them first).
+Search = tuple[State, tuple[ModelLease | None, ...], tuple[int, ...], tuple[frozenset[str], ...]]
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,7 @@ class _Context:
                     f"fix its 'stored' or 'store' fields"
                 )
             state = out.state
-        return state, (None,) * len(self.slots), ()
+        return state, (None,) * len(self.slots), (), ()
 
     def lease_of(self, search: Search, e: Event) -> ModelLease | None:
         key = e.lease_arg()
@@ -261,7 +264,10 @@ class _Context:
         dead = search[2]
         if len(state.dead) > len(dead):
             dead += tuple(A.rec_of(state, sid).deliveries for sid, _ in state.dead[len(dead) :])  # type: ignore[union-attr]
-        return state, search[1], dead
+        ties = search[3]
+        if e.call == "reclaim_expired" and e.returned and e.returned > 1:
+            ties += _tie_groups(search[0], state)
+        return state, search[1], dead, ties
 
     def _acquire(self, search: Search, e: Event) -> Search | None:
         state = search[0]
@@ -270,7 +276,14 @@ class _Context:
         got = e.returned
         if got is None:
             return search if not state.pending else None
-        out = A.acquire(self.cfg, state, got["sample_id"])
+        ties = search[3]
+        sample_id = got["sample_id"]
+        if self.cfg.fifo and ties and state.pending and sample_id != state.pending[0]:
+            head = next((g for g in ties if state.pending[0] in g), None)
+            if head is not None and sample_id in head:
+                # a tie the model leaves free: this one was requeued first
+                state = state._replace(pending=(sample_id, *(x for x in state.pending if x != sample_id)))
+        out = A.acquire(self.cfg, state, sample_id)
         if out.error is not None or out.value is None:
             return None
         lease: ModelLease = out.value
@@ -285,7 +298,9 @@ class _Context:
         bindings = search[1]
         if bindings[slot] is not None:
             return None  # that identity already stands for another delivery
-        return out.state, bindings[:slot] + (lease,) + bindings[slot + 1 :], search[2]
+        if ties:
+            ties = tuple(g - {sample_id} for g in ties if len(g - {sample_id}) > 1)
+        return out.state, bindings[:slot] + (lease,) + bindings[slot + 1 :], search[2], ties
 
     def doomed(self, before: Search, after: Search, linearized: int) -> tuple[int, str] | None:
         """Whether ``after`` (reached with ``linearized``) can never lead to a
@@ -307,8 +322,11 @@ class _Context:
         state = after[0]
         ids, recs, deliveries = state.ids, state.recs, self.deliveries
         rcs = [recs[ids.index(sid)].redeliveries for sid in pending]
+        ties = after[3]
         for j in range(len(pending) - 1):
             y, x = pending[j], pending[j + 1]
+            if any(y in g and x in g for g in ties):
+                continue  # tied: either may leave first
             cx = [e for e in deliveries.get((x, rcs[j + 1]), ()) if not linearized >> e.id & 1]
             if not cx:
                 continue
@@ -375,6 +393,17 @@ class _Context:
         if _same(e, out):
             said += " (that explains this call, but every order of the rest after it fails)"
         return said
+
+
+def _tie_groups(before: State, after: State) -> tuple[frozenset[str], ...]:
+    """The groups of ids a reclaim from ``before`` requeued with equal deadlines
+    (two or more each): their order in ``after.pending`` is free."""
+    due: dict[float, set[str]] = {}
+    requeued = set(after.pending) - set(before.pending)
+    for i in A.expired(before):
+        if before.ids[i] in requeued:
+            due.setdefault(before.recs[i].deadline, set()).add(before.ids[i])  # type: ignore[arg-type]
+    return tuple(frozenset(g) for g in due.values() if len(g) > 1)
 
 
 def _quiet(e: Event) -> bool:

@@ -82,6 +82,9 @@ class ConformanceItem(pytest.Item):
             self.user_properties.append((f"{name}_steps", phase.get("steps", 0)))
         if not cert.passed:
             raise ConformanceFailure(cert)
+        skipped = [f"{name}: {p['skipped']}" for name, p in cert.phases.items() if "skipped" in p]
+        if skipped:  # a check not run is never reported as passed
+            pytest.skip("; ".join(skipped))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ConformanceFailure):
@@ -89,7 +92,8 @@ class ConformanceItem(pytest.Item):
             f = cert.failure
             return (
                 f"{self.target} diverges from the reference model ({f['phase']}, caught after "
-                f"{f['steps_to_failure']:,} steps; shortest failing run {f['trace_steps']} steps):\n"
+                f"{f['steps_to_failure']:,} steps; {'shortest ' if f.get('shrunk', True) else ''}failing run "
+                f"{f['trace_steps']} steps{'' if f.get('shrunk', True) else ', not shrunk'}):\n"
                 f"{f['message']}\n\nReplay it with this test:\n\n{cert.counterexample}"
             )
         return str(super().repr_failure(excinfo, style))

@@ -41,11 +41,17 @@ def call_text(step: Step) -> str:
     if op == "put":
         return f"q.put({args[0]})"
     if op == "try_put":
+        if len(args) > 1:  # a backend without abort_when: made only where it enqueues at once
+            return f"q.put_blocks_until_below({args[0]})"
         return f"q.put_blocks_until_below({args[0]}, abort_when=lambda: True)"
     if op == "put_wrong":
         return f"q.put({args[0]}.sample_id)" if args[1] == "type" else f"q.put(s.other_store_ref({args[0]}))"
+    if op == "stop" and args:  # a backend without acquire_nowait: a drained queue answers at once
+        return f"q.acquire(poll_interval={_lit(args[0])})"
     if op in ("acquire", "stop"):
         return "q.acquire_nowait()"
+    if op == "idle":
+        return "(acquire would wait here: not called)"
     if op == "acquire_wait":
         return f"q.acquire(poll_interval={_lit(args[0])})"
     if op in ("ack", "fail"):
@@ -128,6 +134,8 @@ def _statements(step: Step) -> list[str]:
         return [f"assert {call} is None", f"s.expect_data(data{n}, {step.args[1]!r}, written=written{n})  # still valid (D2)"]
     if op == "tick":
         return [call]
+    if op == "idle":
+        return ["# nothing is pending: acquire would wait (the backend has no acquire_nowait), so it is not called"]
     return [f"assert {call} is None"]
 
 
@@ -170,7 +178,7 @@ def render_test(
         kwargs.append(f"clock_start={clock_start!r}")
     kwargs += [f"{key}={_lit(value)}" for key, value in config.backend_config().items()]
     body = [
-        f"s = Session.start({target!r}, {', '.join(kwargs)})",
+        f"s = Session.start(BACKEND, {', '.join(kwargs)})",
         "q, store, clock = s.queue, s.store, s.clock",
     ]
     for k, step in enumerate(trace, 1):
@@ -197,7 +205,7 @@ def render_construction(
     if store:
         kwargs.append(f"store={dict(store)!r}")
     kwargs += [f"{key}={_lit(value)}" for key, value in config.backend_config().items()]
-    start = f"Session.start({target!r}, {', '.join(kwargs)})"
+    start = f"Session.start(BACKEND, {', '.join(kwargs)})"
     if model_error is not None:
         body = [
             f"# {what}: the model rejects it ({model_error})",
@@ -224,7 +232,12 @@ def _module(target: str, reason: str, header: str, imports: list[str], name: str
         "",
         *imports,
         "",
+        "from refqueue.conformance.contract import load_backend",
         "from refqueue.conformance.session import Session",
+        "",
+        "# Imported here, not in the test: a backend that cannot be imported makes this",
+        "# module an error, never a passing test (its ValueError would satisfy pytest.raises).",
+        f"BACKEND = load_backend({target!r})",
         "",
         "",
         f"def {name}():",

@@ -25,6 +25,8 @@ __all__ = [
     "default_store",
     "default_limits",
     "model_limits",
+    "byte_limits",
+    "unrepresentable",
 ]
 
 UNIT_BYTES = 18  # 2 * float32 + int64 + bool + bool per token
@@ -117,13 +119,55 @@ def model_limits(store: Any) -> dict[str, int | None]:
     Chosen so that every comparison the model makes in units answers as the
     store's in bytes: ``n*U >= high`` iff ``n >= ceil(high/U)``, ``n*U <= low``
     iff ``n <= floor(low/U)``, ``n*U <= cap`` iff ``n <= floor(cap/U)``.
+
+    The one pair no unit count answers exactly: a high watermark that is not
+    a multiple of ``UNIT_BYTES`` and lies less than a unit below the capacity
+    (``high <= capacity`` in bytes, ``ceil(high/U) > floor(capacity/U)`` in
+    units).  No residency of whole units reaches such a high watermark, so the
+    capacity is given to the model as ``ceil(high/U)`` units: exact for every
+    residency below that, which ``unrepresentable`` checks a run never reaches.
     """
     high = store.high_watermark_bytes
     low = store.low_watermark_bytes
     capacity = store.capacity_bytes
+    high_units = None if high is None else -(-high // UNIT_BYTES)
+    capacity_units = None if capacity is None else capacity // UNIT_BYTES
+    if high_units is not None and capacity_units is not None and high <= capacity < high_units * UNIT_BYTES:
+        capacity_units = high_units
     return {
-        "store_high_watermark_bytes": None if high is None else -(-high // UNIT_BYTES),
+        "store_high_watermark_bytes": high_units,
         "store_low_watermark_bytes": None if low is None else low // UNIT_BYTES,
-        "capacity_bytes": None if capacity is None else capacity // UNIT_BYTES,
+        "capacity_bytes": capacity_units,
         "max_samples": getattr(store, "max_samples", None),
     }
+
+
+def byte_limits(store: Any) -> dict[str, int | None]:
+    """``make_config`` keywords describing ``store`` in bytes, as it reports them
+    (what the construction check decides with: no rounding)."""
+    return {
+        "store_high_watermark_bytes": store.high_watermark_bytes,
+        "store_low_watermark_bytes": store.low_watermark_bytes,
+        "capacity_bytes": store.capacity_bytes,
+        "max_samples": getattr(store, "max_samples", None),
+    }
+
+
+def unrepresentable(store: Any, reach_units: int) -> str | None:
+    """Why the model, counting in units of ``UNIT_BYTES``, cannot stand for
+    ``store`` in a run that keeps up to ``reach_units`` units resident; None
+    when it can.  Only the pair ``model_limits`` rounds past the capacity can
+    be a reason, and only when the run can reach it."""
+    high, capacity = store.high_watermark_bytes, store.capacity_bytes
+    if high is None or capacity is None:
+        return None
+    high_units = -(-high // UNIT_BYTES)
+    if high <= capacity < high_units * UNIT_BYTES and high_units <= reach_units:
+        return (
+            f"the store's high watermark ({high} bytes) and capacity ({capacity} bytes) cannot be represented in the "
+            f"kit's samples of {UNIT_BYTES} bytes a unit: residency reaches the high watermark only at "
+            f"{high_units * UNIT_BYTES} bytes, past the capacity, and a run keeps up to {reach_units * UNIT_BYTES} "
+            f"bytes resident; make the capacity a multiple of {UNIT_BYTES} bytes, or at least "
+            f"{high_units * UNIT_BYTES} bytes"
+        )
+    return None

@@ -56,6 +56,7 @@ class Session:
         self._tags = itertools.count(1)
         self._other: Any = None  # (store, queue) of the second instance, made on first use
         self._foreign = itertools.count(1)
+        self.lease_keys: set[tuple[Any, Any]] = set()  # (epoch, lease_id) of every lease seen (expect_lease)
         self.queue = backend.factory(
             self.store, self.clock, **self.config, on_pause=self._on_pause, on_resume=self._on_resume
         )
@@ -63,15 +64,17 @@ class Session:
     @classmethod
     def start(
         cls,
-        target: str,
+        target: str | Backend,
         *,
         sizes: Mapping[str, int],
         store: Mapping[str, int | None] | None = None,
         clock_start: float = CLOCK_START,
         **config: Any,
     ) -> Session:
-        """A session of the backend ``"module:factory"`` (what a printed counterexample calls)."""
-        return cls(load_backend(target), config, sizes=sizes, store=store, clock_start=clock_start)
+        """A session of the backend ``"module:factory"`` (or a loaded ``Backend``:
+        what a printed counterexample passes, having imported it at module level)."""
+        backend = target if isinstance(target, Backend) else load_backend(target)
+        return cls(backend, config, sizes=sizes, store=store, clock_start=clock_start)
 
     def _on_pause(self, health: Any) -> None:
         self.events.append(("pause", getattr(health, "resident_bytes", health)))
@@ -104,9 +107,11 @@ class Session:
         sample_id = f"foreign{next(self._foreign)}"
         ref = store.put(sample_id, sample_tensors(1, 0), num_tokens=1, **STORE_META)
         queue.put(ref)
-        lease = queue.acquire_nowait()
+        nowait = self.backend.capabilities.acquire_nowait
+        lease = queue.acquire_nowait() if nowait else queue.acquire(poll_interval=0.001)
         if lease is None:
-            raise AssertionError(f"the second queue made by {self.backend.target} put {sample_id!r} but acquire_nowait() returned None")
+            raise AssertionError(f"the second queue made by {self.backend.target} put {sample_id!r} but acquire returned None")
+        self.lease_keys.add((lease.epoch, lease.lease_id))
         return lease
 
     def close(self) -> None:
@@ -135,9 +140,16 @@ class Session:
         raise AssertionError(f"the call returned normally; the model rejects it as {kind!r}")
 
     def expect_lease(self, lease: Any, *, ref: Any, redelivery_count: int, deadline: float | None) -> None:
-        """``lease`` is a fresh lease on ``ref`` with the model's count and deadline."""
+        """``lease`` is a fresh lease on ``ref`` with the model's count and deadline:
+        of the queue's epoch, with an ``(epoch, lease_id)`` no earlier lease had."""
         if lease is None:
             raise AssertionError(f"acquire returned None; the model hands out {ref.sample_id!r}")
+        key = (lease.epoch, lease.lease_id)
+        assert lease.epoch == self.queue.epoch, (
+            f"lease.epoch is {lease.epoch!r}; the queue's epoch is {self.queue.epoch!r}"
+        )
+        assert key not in self.lease_keys, f"the lease has the (epoch, lease_id) {key!r} of an earlier lease"
+        self.lease_keys.add(key)
         assert lease.ref == ref, f"lease.ref is {lease.ref.sample_id!r}, the model hands out {ref.sample_id!r}"
         assert lease.redelivery_count == redelivery_count, (
             f"lease.redelivery_count is {lease.redelivery_count}, the model says {redelivery_count}"

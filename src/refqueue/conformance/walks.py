@@ -67,7 +67,7 @@ from refqueue.model.explorer import StateGraph, build_graph
 from refqueue.model.state import State
 from refqueue.model.world import World, make_world
 
-__all__ = ["Coverage", "WorldGraph", "WalkResult", "cover", "drivable", "random_walks", "world_graph"]
+__all__ = ["Coverage", "WorldGraph", "WalkResult", "cover", "drivable", "random_walks", "world_graph", "world_limits"]
 
 
 @dataclass
@@ -79,6 +79,13 @@ class WorldGraph:
     out: list[list[int]]  # node -> indices of its out-edges
     parent: list[int]  # node -> the edge that first reached it (-1 for the initial node)
     depth: list[int]  # node -> length of the shortest path to it
+    reached: list[bool] | None = None  # nodes reachable over the usable transitions (None: all)
+
+    def nodes_reached(self) -> list[int]:
+        """The nodes a driver can reach (all, unless transitions were left out)."""
+        if self.reached is None:
+            return list(range(len(self.graph.nodes)))
+        return [k for k, r in enumerate(self.reached) if r]
 
     @property
     def world(self) -> World:
@@ -99,23 +106,75 @@ class WorldGraph:
         return path
 
 
-@functools.lru_cache(maxsize=4)
-def world_graph(world: World | None = None) -> WorldGraph:
-    """The graph of ``world`` (default ``make_world()``), built once per process."""
+@functools.lru_cache(maxsize=8)
+def world_graph(world: World | None = None, without: frozenset[str] = frozenset()) -> WorldGraph:
+    """The graph of ``world`` (default ``make_world()``), built once per process.
+
+    ``without`` names what the backend cannot do (``world_limits``): the
+    actions ``"Extend"`` and ``"Tick"``, and ``"TryPutWaits"`` (a blocking
+    put that would wait: made only with ``abort_when``).  Their transitions
+    are left out, and so is every node reachable only through them: the
+    drivers and the coverage see the smaller world.
+    """
     graph = build_graph(make_world() if world is None else world)
     n = len(graph.nodes)
     out: list[list[int]] = [[] for _ in range(n)]
     parent = [-1] * n
     depth = [0] * n
+    usable = [not _left_out(graph, edge, without) for edge in graph.edges]
+    for e, (src, _action, _arg, _dst, _value) in enumerate(graph.edges):
+        if usable[e]:
+            out[src].append(e)
+    # Breadth-first over the usable transitions (the graph's own order when none is left out).
     reached = [False] * n
     reached[0] = True
-    for e, (src, _action, _arg, dst, _value) in enumerate(graph.edges):
-        out[src].append(e)
-        if not reached[dst]:  # edges are listed in breadth-first order
-            reached[dst] = True
-            parent[dst] = e
-            depth[dst] = depth[src] + 1
-    return WorldGraph(graph, out, parent, depth)
+    frontier = deque([0])
+    while frontier:
+        src = frontier.popleft()
+        for e in out[src]:
+            dst = graph.edges[e][3]
+            if not reached[dst]:
+                reached[dst] = True
+                parent[dst] = e
+                depth[dst] = depth[src] + 1
+                frontier.append(dst)
+    for k in range(n):
+        if not reached[k]:
+            out[k] = []
+    return WorldGraph(graph, out, parent, depth, reached)
+
+
+def _left_out(graph: StateGraph, edge: tuple[int, str, object, int, object], without: frozenset[str]) -> bool:
+    src, action, _arg, dst, value = edge
+    if action in without:
+        return True
+    if "DeadLetterAtCap" in without and len(graph.nodes[dst].state.dead) > len(graph.nodes[src].state.dead):
+        return True
+    return action == "TryPut" and "TryPutWaits" in without and not getattr(value, "enqueued", True)
+
+
+def world_limits(capabilities: Any) -> tuple[dict[str, Any], frozenset[str], list[str]]:
+    """What a backend's capabilities change in the default world: ``make_world``
+    keywords, the transitions left out (``world_graph``'s ``without``), and
+    a sentence for each, for the certificate."""
+    world: dict[str, Any] = {}
+    without: set[str] = set()
+    said: list[str] = []
+    if not capabilities.max_deliveries:
+        # The world keeps its cap (without one it never ends: fails redeliver for
+        # ever); the queue gets none, and transitions that would dead-letter are left out.
+        without.add("DeadLetterAtCap")
+        said.append("no max_deliveries: transitions that dead-letter at the cap left out")
+    if not capabilities.extend:
+        without.add("Extend")
+        said.append("no extend: Extend transitions left out")
+    if not capabilities.injected_clock:
+        without.add("Tick")
+        said.append("no injected clock: Tick transitions left out (no lease ever expires)")
+    if not capabilities.abort_when:
+        without.add("TryPutWaits")
+        said.append("no abort_when: blocking puts that would wait left out")
+    return world, frozenset(without), said
 
 
 @dataclass
@@ -131,8 +190,10 @@ class Coverage:
 
     @classmethod
     def of(cls, wg: WorldGraph) -> Coverage:
-        actions = sorted({edge[1] for edge in wg.edges})
-        return cls(len(wg.graph.nodes), len(wg.edges), actions, {0})
+        """Totals of what a driver can reach in ``wg`` (left-out transitions do not count)."""
+        usable = [e for o in wg.out for e in o]
+        actions = sorted({wg.edges[e][1] for e in usable})
+        return cls(len(wg.nodes_reached()), len(usable), actions, {0})
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -151,6 +212,8 @@ class WalkResult:
     steps: int = 0  # backend steps, replays included
     walks: int = 0  # fresh backends started (a replay starts one)
     replays: int = 0  # restarts of the cover that replayed a path
+    off_graph: int = 0  # walks ended by a legal tie order the graph does not hold
+    given_up: int = 0  # transitions the cover could not reach past such tie orders
     steps_to_failure: int | None = None
     failure: Failure | None = None
     seconds: float = 0.0
@@ -200,7 +263,7 @@ class _Run:
             visibility_timeout=cfg.visibility_timeout,
             high=cfg.high if own_store else None,
             low=cfg.low if own_store else None,
-            max_deliveries=cfg.max_deliveries,
+            max_deliveries=cfg.max_deliveries if backend.capabilities.max_deliveries else None,
         )
         store = None if own_store else {"capacity": cfg.capacity_bytes, "high": cfg.store_high, "low": cfg.store_low}
         self.h = Harness(backend, config, sizes=dict(zip(world.samples, world.sizes)), store=store, clock_start=0.0)
@@ -258,6 +321,10 @@ class _Run:
             raise ValueError(f"the world graph has an action the kit does not know: {action!r}")
         # The kit's steps never leave a ref parked; with one producer the
         # graph's parked set never changes a decision (see the module docstring).
+        if action == "Acquire" and h.tie_taken:
+            # A legal tie order the graph does not hold (it requeues ties by id):
+            # checked, but the walk cannot follow the graph past it.
+            raise OffGraph(f"Acquire({arg}) took a tied ref ahead of the model's head")
         if h.state != _parked_ignored(nodes[dst].state):
             raise RuntimeError(
                 f"the kit's model state differs from the world graph's after {action}({arg}); the "
@@ -315,11 +382,11 @@ def random_walks(
     result = WalkResult()
     start = time.perf_counter()
     out, edges = wg.out, wg.edges
-    n_nodes = len(wg.graph.nodes)
+    starts = wg.nodes_reached()
     for _ in range(walks):
         run = _Run(backend, wg)
         result.walks += 1
-        path = wg.path_to(rng.randrange(n_nodes))
+        path = wg.path_to(starts[rng.randrange(len(starts))])
         try:
             for k in range(len(path) + length):
                 if k < len(path):
@@ -332,6 +399,9 @@ def random_walks(
                     e = rng.choice(fresh or choices)
                 try:
                     run.take(e)
+                except OffGraph:
+                    result.off_graph += 1
+                    break
                 except Divergence as exc:
                     result.steps += len(run.h.trace)
                     result.steps_to_failure = result.steps
@@ -365,8 +435,8 @@ def cover(
     out, edges, depth = wg.out, wg.edges, wg.depth
     n_edges = len(edges)
     taken = bytearray(n_edges)
-    left = [len(o) for o in out]  # untaken out-edges per node
-    remaining = n_edges
+    left = [len(o) for o in out]  # untaken out-edges per node (usable ones only)
+    remaining = usable = sum(left)
     shallowest = 0  # nodes below this index have no untaken out-edge (index order is BFS order)
     result = WalkResult()
     start = time.perf_counter()
@@ -374,6 +444,7 @@ def cover(
     result.walks = 1
     done_steps = 0  # steps of finished runs
     last_report = 0.0
+    off: set[int] = set()  # edges past which the backend's tie order left the graph
 
     def fresh() -> _Run:
         nonlocal done_steps
@@ -382,16 +453,22 @@ def cover(
         result.walks += 1
         return _Run(backend, wg)
 
-    def step(e: int) -> None:
+    def mark(e: int) -> None:
         nonlocal remaining
-        try:
-            run.take(e)
-        except Divergence as exc:
-            raise _Stop(e, exc) from exc
         if not taken[e]:
             taken[e] = 1
             left[edges[e][0]] -= 1
             remaining -= 1
+
+    def step(e: int) -> None:
+        try:
+            run.take(e)
+        except Divergence as exc:
+            raise _Stop(e, exc) from exc
+        except OffGraph:
+            mark(e)  # checked on the backend; what lies past it cannot be followed
+            raise
+        mark(e)
         if coverage is not None:
             coverage.edges.add(e)
             coverage.nodes.add(edges[e][3])
@@ -407,7 +484,11 @@ def cover(
                         best = e
                         if left[edges[e][3]] and edges[e][3] != node:
                             break
-                step(best)
+                try:
+                    step(best)
+                except OffGraph:
+                    result.off_graph += 1
+                    run = fresh()
             else:
                 while not left[shallowest]:
                     shallowest += 1
@@ -416,12 +497,22 @@ def cover(
                     run = fresh()
                     result.replays += 1
                     path = wg.path_to(shallowest)
-                for e in path:
-                    step(e)
+                try:
+                    for e in path:
+                        step(e)
+                except OffGraph:
+                    result.off_graph += 1
+                    if e in off:  # the backend takes this tie its way every time: give up what lies past it
+                        for f in out[shallowest]:
+                            if not taken[f]:
+                                result.given_up += 1
+                                mark(f)
+                    off.add(e)
+                    run = fresh()
             now = time.perf_counter()
             if progress is not None and now - last_report > 0.25:
                 last_report = now
-                progress(n_edges - remaining, done_steps + len(run.h.trace))
+                progress(usable - remaining, done_steps + len(run.h.trace))
     except _Stop as stop:
         result.steps = done_steps + len(run.h.trace)
         result.steps_to_failure = result.steps
@@ -432,6 +523,11 @@ def cover(
         run.h.dispose()
     result.seconds = time.perf_counter() - start
     return result
+
+
+class OffGraph(Exception):
+    """The backend made a legal choice the world graph has no node for (a tie
+    reclaimed in another order): the step was checked, the walk ends there."""
 
 
 class _Stop(Exception):
