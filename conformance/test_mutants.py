@@ -3,6 +3,10 @@ printed counterexample fails on it and passes on the correct base backend;
 the base backend itself is certified."""
 
 import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +17,7 @@ from refqueue.conformance.certify import PHASES, certify
 pytestmark = pytest.mark.torch
 
 BASE = "conformance.mutants._base:make"
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _load_test(path, name):
@@ -47,6 +52,17 @@ def test_ci_profile_rejects_mutant(mutant, tmp_path, record_property):
     # A divergence: an assertion of the replay fails, or the backend refuses (e.g.
     # PutAborted) a call the model accepts; never a broken replay.
     assert isinstance(failed.value, AssertionError) or rejection_kind(failed.value) is not None, failed.value
+
+    # Run alone (a fresh interpreter, another directory): the printed file must fail.
+    alone = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", on_mutant.name],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert alone.returncode == 1, f"the printed reproduction of {mutant} did not fail alone:\n{alone.stdout[-2000:]}"
 
     on_base = tmp_path / f"test_{mutant}_on_base.py"
     on_base.write_text(cert.counterexample.replace(repr(target), repr(BASE)))

@@ -1,0 +1,27 @@
+"""The legal variants (``conformance/legal``) use a freedom the contract gives
+them; the ci profile certifies each, and lists what it did not check."""
+
+import pytest
+
+from conformance.legal import LEGAL
+from refqueue.conformance.certify import certify
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.mark.parametrize("target", LEGAL)
+def test_ci_profile_certifies_legal_variant(target):
+    cert = certify(target, profile="ci")
+    assert cert.passed, f"{cert.failure}\n{cert.counterexample}"
+    lacking = [name for name, value in cert.capabilities.items() if not value]
+    assert len(cert.not_checked) >= len(lacking)
+
+
+def test_seed_api_walks_its_reduced_world():
+    cert = certify("conformance.legal.seed_api:make", profile="ci", phases=("walks",))
+    assert cert.passed, cert.counterexample
+    walks = cert.phases["walks"]
+    assert walks["steps"] > 0 and "skipped" not in walks
+    assert "no extend" in walks["reduced_world"] and "no max_deliveries" in walks["reduced_world"]
+    checks = [n["check"] for n in cert.not_checked]
+    assert "producers phase" in checks and any("extend" in c for c in checks)
