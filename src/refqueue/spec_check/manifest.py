@@ -146,12 +146,25 @@ def load_manifest(spec_dir: str | Path) -> list[ConfigEntry]:
             f"manifest.json (the repository's spec/)"
         )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(
+            f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8 JSON"
+        ) from None
+    except OSError as exc:
+        raise ManifestError(f"{path} cannot be read ({exc.strerror or exc}); make it a readable file") from None
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("configs"), list) or not data["configs"]:
+            raise ManifestError(f"{path} must be an object with a non-empty \"configs\" list")
+        entries = [_entry(spec_dir, f"{path.name} configs[{i}]", raw) for i, raw in enumerate(data["configs"])]
     except json.JSONDecodeError as exc:
         raise ManifestError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("configs"), list) or not data["configs"]:
-        raise ManifestError(f"{path} must be an object with a non-empty \"configs\" list")
-    entries = [_entry(spec_dir, f"{path.name} configs[{i}]", raw) for i, raw in enumerate(data["configs"])]
+    except RecursionError:
+        raise ManifestError(
+            f"{path} nests JSON too deeply to read; a manifest is an object holding a flat \"configs\" list "
+            f"of config objects"
+        ) from None
     names = [e.name for e in entries]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -1,0 +1,125 @@
+"""Issue 12, defect 7: the ``refqueue`` command answers a bad input with a
+clean message and exit status 2, never a traceback with status 1.
+
+``check-spec``: a manifest that is not UTF-8, or nests JSON deeper than the
+parser's recursion limit, raised ``UnicodeDecodeError``/``RecursionError`` on
+8456e91; ``load_manifest`` now turns both into ``ManifestError`` (exit 2).
+
+``certify`` (``src/refqueue/conformance/cli.py`` and ``contract.py``, owned
+by the conformance kit, not changed here): a backend module that raises on
+import or does not compile, and a ``--report`` folder that cannot be
+written, still end in a traceback.  Those tests are strict xfails: they pass
+(and so fail as XPASS, to be unmarked) once the kit is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from refqueue.cli import main
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def check_spec(spec_dir, capsys) -> tuple[int, str]:
+    code = main(["check-spec", "--spec-dir", str(spec_dir)])  # the manifest is read first
+    return code, capsys.readouterr().err
+
+
+# -- check-spec ------------------------------------------------------------------------------
+
+
+def test_check_spec_with_a_manifest_that_is_not_utf8_exits_2(tmp_path, capsys):
+    (tmp_path / "manifest.json").write_bytes(b'{"configs": ["\xff\xfe"]}')
+    code, err = check_spec(tmp_path, capsys)
+    assert code == 2
+    assert err == (
+        f"refqueue check-spec: {tmp_path / 'manifest.json'} is not UTF-8 text (byte 14: invalid start byte); "
+        f"save it as UTF-8 JSON\n"
+    )
+
+
+@pytest.mark.parametrize("nested", ["[" * 100_000, '{"configs": [' + "[" * 100_000 + "]" * 100_000 + "]}"])
+def test_check_spec_with_a_deeply_nested_manifest_exits_2(tmp_path, capsys, nested):
+    (tmp_path / "manifest.json").write_text(nested)
+    code, err = check_spec(tmp_path, capsys)
+    assert code == 2
+    assert err == (
+        f"refqueue check-spec: {tmp_path / 'manifest.json'} nests JSON too deeply to read; a manifest is an "
+        f'object holding a flat "configs" list of config objects\n'
+    )
+
+
+def test_check_spec_with_a_manifest_that_is_a_folder_exits_2(tmp_path, capsys):
+    (tmp_path / "manifest.json").mkdir()
+    code, err = check_spec(tmp_path, capsys)
+    assert code == 2 and err.startswith("refqueue check-spec: ") and "Traceback" not in err
+
+
+def test_check_spec_with_a_manifest_that_is_not_an_object_still_exits_2(tmp_path, capsys):
+    (tmp_path / "manifest.json").write_text(json.dumps([1, 2]))
+    code, err = check_spec(tmp_path, capsys)
+    assert code == 2
+    assert err == (
+        f'refqueue check-spec: {tmp_path / "manifest.json"} must be an object with a non-empty "configs" list\n'
+    )
+
+
+# -- certify (the conformance kit's CLI: xfail until it is fixed there) ------------------------
+
+
+def backend_module(tmp_path, monkeypatch, source: str) -> str:
+    """A module with ``source`` importable under a fresh name; its name."""
+    name = f"hardening_backend_{uuid.uuid4().hex}"
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=RuntimeError,
+    reason="conformance/contract.py _import catches only ModuleNotFoundError: a module that raises on import "
+    "escapes as a traceback (exit 1); to be fixed in the conformance kit",
+)
+def test_certify_a_module_that_raises_on_import_exits_2(tmp_path, monkeypatch, capsys):
+    name = backend_module(tmp_path, monkeypatch, 'raise RuntimeError("boom at import")\n')
+    assert main(["certify", f"{name}:make", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"refqueue certify: backend target '{name}:make': ") and "boom at import" in err
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=SyntaxError,
+    reason="conformance/contract.py _import catches only ModuleNotFoundError: a module that does not compile "
+    "escapes as a traceback (exit 1); to be fixed in the conformance kit",
+)
+def test_certify_a_module_with_a_syntax_error_exits_2(tmp_path, monkeypatch, capsys):
+    name = backend_module(tmp_path, monkeypatch, "def make(:\n")
+    assert main(["certify", f"{name}:make", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"refqueue certify: backend target '{name}:make': ") and "SyntaxError" in err
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="conformance/cli.py checks --report only when it writes the certificate, after the whole run, and "
+    "then the OSError escapes as a traceback (exit 1); to be fixed in the conformance kit",
+)
+def test_certify_with_an_unwritable_report_folder_exits_2_before_running(tmp_path, monkeypatch, capsys):
+    import refqueue.conformance.certify as certify_module
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("certify ran before --report was found unwritable")
+
+    monkeypatch.setattr(certify_module, "certify", must_not_run)
+    (tmp_path / "a-file").write_text("not a folder")
+    report = tmp_path / "a-file" / "reports"
+    assert main(["certify", "--report", str(report), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("refqueue certify: ") and str(report) in err and "Traceback" not in err
