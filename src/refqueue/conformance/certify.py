@@ -630,6 +630,7 @@ def _threads_phase(
         "steps_to_failure": earlier + operations,
         "phase_steps_to_failure": operations,
         "trace_steps": len(verdict.history) if verdict is not None else 0,
+        "shrunk": False,  # the history is printed as recorded (threaded shrinking is not implemented)
         "verdict": detail,
     }
     if verdict is not None:
