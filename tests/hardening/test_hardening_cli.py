@@ -5,11 +5,10 @@ clean message and exit status 2, never a traceback with status 1.
 parser's recursion limit, raised ``UnicodeDecodeError``/``RecursionError`` on
 8456e91; ``load_manifest`` now turns both into ``ManifestError`` (exit 2).
 
-``certify`` (``src/refqueue/conformance/cli.py`` and ``contract.py``, owned
-by the conformance kit, not changed here): a backend module that raises on
-import or does not compile, and a ``--report`` folder that cannot be
-written, still end in a traceback.  Those tests are strict xfails: they pass
-(and so fail as XPASS, to be unmarked) once the kit is fixed.
+``certify``: a backend module that raises on import or does not compile
+ended in a traceback on 8456e91; ``contract._import`` now reports it as an
+argument error (exit 2).  A ``--report`` folder that cannot be written is
+found before the run (``cli._unwritable``), not after minutes of it.
 """
 
 from __future__ import annotations
@@ -68,7 +67,7 @@ def test_check_spec_with_a_manifest_that_is_not_an_object_still_exits_2(tmp_path
     )
 
 
-# -- certify (the conformance kit's CLI: xfail until it is fixed there) ------------------------
+# -- certify (the conformance kit's CLI) --------------------------------------------------------
 
 
 def backend_module(tmp_path, monkeypatch, source: str) -> str:
@@ -79,12 +78,6 @@ def backend_module(tmp_path, monkeypatch, source: str) -> str:
     return name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeError,
-    reason="conformance/contract.py _import catches only ModuleNotFoundError: a module that raises on import "
-    "escapes as a traceback (exit 1); to be fixed in the conformance kit",
-)
 def test_certify_a_module_that_raises_on_import_exits_2(tmp_path, monkeypatch, capsys):
     name = backend_module(tmp_path, monkeypatch, 'raise RuntimeError("boom at import")\n')
     assert main(["certify", f"{name}:make", "--no-progress"]) == 2
@@ -92,12 +85,6 @@ def test_certify_a_module_that_raises_on_import_exits_2(tmp_path, monkeypatch, c
     assert err.startswith(f"refqueue certify: backend target '{name}:make': ") and "boom at import" in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SyntaxError,
-    reason="conformance/contract.py _import catches only ModuleNotFoundError: a module that does not compile "
-    "escapes as a traceback (exit 1); to be fixed in the conformance kit",
-)
 def test_certify_a_module_with_a_syntax_error_exits_2(tmp_path, monkeypatch, capsys):
     name = backend_module(tmp_path, monkeypatch, "def make(:\n")
     assert main(["certify", f"{name}:make", "--no-progress"]) == 2
@@ -105,12 +92,6 @@ def test_certify_a_module_with_a_syntax_error_exits_2(tmp_path, monkeypatch, cap
     assert err.startswith(f"refqueue certify: backend target '{name}:make': ") and "SyntaxError" in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="conformance/cli.py checks --report only when it writes the certificate, after the whole run, and "
-    "then the OSError escapes as a traceback (exit 1); to be fixed in the conformance kit",
-)
 def test_certify_with_an_unwritable_report_folder_exits_2_before_running(tmp_path, monkeypatch, capsys):
     import refqueue.conformance.certify as certify_module
 

@@ -106,6 +106,9 @@ _VISIBILITY = 30.0  # seconds; the injected clock moves past it where a lease mu
 _REQUIRES = {
     "acquire-woken-by-reclaim": ("injected_clock",),
     "put-abort-when": ("abort_when",),
+    # both drive the pause and the resume with one-step puts (abort_when=lambda: True)
+    "callbacks-outside-locks": ("abort_when",),
+    "callback-errors-propagate": ("abort_when",),
     "reclaimer-reclaims": ("reclaimer", "injected_clock"),
     "reclaimer-stops": ("reclaimer", "injected_clock"),
 }

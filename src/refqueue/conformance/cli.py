@@ -99,6 +99,10 @@ def run(args: Any) -> int:
     except (TypeError, ValueError) as exc:
         print(f"refqueue certify: {exc}", file=sys.stderr)
         return 2
+    unwritable = _unwritable(args.report)
+    if unwritable is not None:  # found before a run of minutes, not after it
+        print(f"refqueue certify: {unwritable}", file=sys.stderr)
+        return 2
     try:
         cert = certify(
             backend,
@@ -113,13 +117,32 @@ def run(args: Any) -> int:
     except ValueError as exc:
         print(f"refqueue certify: {exc}", file=sys.stderr)
         return 2
-    paths = write_certificate(cert, args.report)
+    try:
+        paths = write_certificate(cert, args.report)
+    except OSError as exc:
+        print(f"refqueue certify: cannot write the certificate to {args.report!r} ({exc.strerror or exc}); "
+              f"pass --report with a writable folder", file=sys.stderr)
+        return 2
     print(summary(cert, paths))
     if not cert.passed:
         print()
         print(cert.counterexample)
         return 1
     return 0
+
+
+def _unwritable(report: str) -> str | None:
+    """Why the report folder cannot take the certificate, or None."""
+    import tempfile
+    from pathlib import Path
+
+    try:
+        Path(report).mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=report):
+            pass
+    except OSError as exc:
+        return f"cannot write the report folder {report!r} ({exc.strerror or exc}); pass --report with a writable folder"
+    return None
 
 
 def summary(cert: Any, paths: dict[str, Any]) -> str:
