@@ -8,11 +8,14 @@ parser's recursion limit, raised ``UnicodeDecodeError``/``RecursionError`` on
 ``certify``: a backend module that raises on import or does not compile
 ended in a traceback on 8456e91; ``contract._import`` now reports it as an
 argument error (exit 2).  A ``--report`` folder that cannot be written is
-found before the run (``cli._unwritable``), not after minutes of it.
+found before the run (``cli._unwritable``), not after minutes of it.  A
+factory that hangs hung ``certify`` forever; the run now has a ``--timeout``
+(default 3600 s) and exits 2 when it passes.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import uuid
 
@@ -104,3 +107,31 @@ def test_certify_with_an_unwritable_report_folder_exits_2_before_running(tmp_pat
     assert main(["certify", "--report", str(report), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("refqueue certify: ") and str(report) in err and "Traceback" not in err
+
+
+def test_certify_with_a_factory_that_hangs_exits_2_after_the_timeout(tmp_path, monkeypatch, capsys):
+    source = (
+        "import threading\n"
+        "release = threading.Event()\n"
+        "def make(store, clock, **config):\n"
+        "    release.wait(60)  # hangs until the test lets it go\n"
+        "    raise RuntimeError('released')\n"
+    )
+    name = backend_module(tmp_path, monkeypatch, source)
+    module = importlib.import_module(name)
+    try:
+        code = main(["certify", f"{name}:make", "--no-progress", "--timeout", "0.5", "--report", str(tmp_path / "r")])
+    finally:
+        module.release.set()
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"refqueue certify: {name}:make did not finish within --timeout 0.5 s") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e300", "soon"])
+def test_certify_rejects_a_timeout_that_is_not_a_positive_finite_number(value, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["certify", "--timeout", value, "--no-progress"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--timeout" in err and "pass e.g. --timeout 600" in err

@@ -1,11 +1,13 @@
 """``refqueue certify [MODULE:FACTORY] [--profile ci|deep] [--steps N] [--seed S]
-[--report DIR] [--exhaustive] [--producer-bound SECONDS] [--wake-bound SECONDS]``: certify a backend
-against the reference model.
+[--report DIR] [--exhaustive] [--producer-bound SECONDS] [--wake-bound SECONDS] [--timeout SECONDS]``:
+certify a backend against the reference model.
 
 Exit status: 0 with a certificate (JSON and Markdown) in the report folder;
 1 when the backend diverges from the model, after printing the shortest
 failing run as a runnable pytest function (also saved in the report folder);
-2 when the target cannot be loaded or an option is wrong.  A multi-threaded
+2 when the target cannot be loaded or an option is wrong, or when the run did
+not finish within ``--timeout`` seconds (default 3600: a factory or backend
+call that hangs; the hung run is left behind in a daemon thread).  A multi-threaded
 history the linearizability checker could not decide (``unknown``) also
 exits 1: it is reported, never passed.  A progress bar is
 drawn on stderr while it runs.  Importing this module imports nothing heavy.
@@ -20,6 +22,7 @@ from typing import Any
 __all__ = ["DEFAULT_BACKEND", "add_arguments", "run"]
 
 DEFAULT_BACKEND = "refqueue.conformance.backends:inprocess"
+DEFAULT_TIMEOUT_S = 3600.0  # a deep run of a correct backend takes minutes, not an hour
 
 
 def _positive_int(text: str) -> int:
@@ -39,6 +42,21 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds; pass e.g. 1.0") from None
     if not 0 < value < 3600:
         raise argparse.ArgumentTypeError(f"{value} is not in (0, 3600); pass a number of seconds such as 1.0")
+    return value
+
+
+def _timeout(text: str) -> float:
+    import math
+    import threading
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds; pass e.g. --timeout 600") from None
+    if not (math.isfinite(value) and 0 < value <= threading.TIMEOUT_MAX):
+        raise argparse.ArgumentTypeError(
+            f"{value} is not a finite number of seconds > 0 (at most threading.TIMEOUT_MAX); pass e.g. --timeout 600"
+        )
     return value
 
 
@@ -86,6 +104,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long after a put, fail, reclaim, ack or close the call it wakes may take to return, in the "
         "blocking phase (default: the profile's, 0.05 s)",
     )
+    parser.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="give up (exit 2) when the whole run has not finished after this many seconds: a factory or a "
+        f"backend call that hangs (default: {DEFAULT_TIMEOUT_S:.0f})",
+    )
     parser.add_argument("--no-progress", action="store_true", help="draw no progress bar")
 
 
@@ -103,8 +129,8 @@ def run(args: Any) -> int:
     if unwritable is not None:  # found before a run of minutes, not after it
         print(f"refqueue certify: {unwritable}", file=sys.stderr)
         return 2
-    try:
-        cert = certify(
+    outcome = _run_with_timeout(
+        lambda: certify(
             backend,
             profile=args.profile,
             seed=args.seed,
@@ -113,10 +139,22 @@ def run(args: Any) -> int:
             progress=Progress(enabled=not args.no_progress),
             producer_bound=args.producer_bound,
             wake_bound=args.wake_bound,
+        ),
+        getattr(args, "timeout", DEFAULT_TIMEOUT_S),
+    )
+    if outcome is None:
+        print(
+            f"refqueue certify: {args.backend} did not finish within --timeout {args.timeout:g} s (a factory or a "
+            f"backend call that never returns?); fix the hang, or pass a larger --timeout for a slow backend",
+            file=sys.stderr,
         )
-    except ValueError as exc:
-        print(f"refqueue certify: {exc}", file=sys.stderr)
         return 2
+    error, cert = outcome
+    if isinstance(error, ValueError):
+        print(f"refqueue certify: {error}", file=sys.stderr)
+        return 2
+    if error is not None:
+        raise error
     try:
         paths = write_certificate(cert, args.report)
     except OSError as exc:
@@ -129,6 +167,28 @@ def run(args: Any) -> int:
         print(cert.counterexample)
         return 1
     return 0
+
+
+def _run_with_timeout(work: Any, timeout: float) -> tuple[BaseException | None, Any] | None:
+    """``(error, result)`` of ``work()`` run in a daemon thread, or None when it
+    did not finish within ``timeout`` seconds (the thread is left running)."""
+    import threading
+
+    outcome: list[tuple[BaseException | None, Any]] = []
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            outcome.append((None, work()))
+        except BaseException as exc:  # handed to the calling thread
+            outcome.append((exc, None))
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="refqueue-certify", daemon=True).start()
+    if not done.wait(timeout):
+        return None
+    return outcome[0]
 
 
 def _unwritable(report: str) -> str | None:
