@@ -375,3 +375,58 @@ def test_the_search_agrees_with_brute_force_on_small_histories():
         assert check(h).ok == want, h.to_json()
         verdicts[want] += 1
     assert min(verdicts.values()) >= 100, verdicts  # both answers well represented
+
+
+# -- reclaim ties: dead letters made by one reclaim from leases due at the same instant -------------
+
+TIE = "recorded_tie_dead_letters_acquire_order"
+
+
+def _with_events(h, events):
+    data = h.to_dict()
+    data["events"] = events
+    return History.from_dict(data)
+
+
+def test_a_reclaim_tie_dead_lettered_in_acquire_order_is_linearizable():
+    # Recorded from conformance.legal.tie_any_order (history 13 of certify seed 12,
+    # seed 12012): a reclaim dead-lettered 't2-0' and 't1-3', due at the same
+    # instant, in acquire order; the model lists them by sample id.
+    h = load(TIE)
+    final = h.events[399]
+    assert final.call == "dead_letters"
+    got = [d[0] for d in final.returned]
+    assert got.index("t2-0") < got.index("t1-3")
+    v = check(h)
+    assert v.ok, v.describe()
+    assert respects_real_time(h, v.order)
+
+
+def test_a_tie_shown_in_one_order_cannot_be_shown_in_another_later():
+    h = load(TIE)
+    events = [e.to_dict() for e in h.events]
+    swapped = [list(d) for d in h.events[399].returned]
+    a, b = [d[0] for d in swapped].index("t2-0"), [d[0] for d in swapped].index("t1-3")
+    swapped[a], swapped[b] = swapped[b], swapped[a]
+    last = max(e.respond for e in h.events)
+    events.append(
+        {"id": len(events), "thread": 3, "call": "dead_letters", "args": [], "invoke": last + 1,
+         "respond": last + 2, "returned": swapped}
+    )  # fmt: skip
+    v = check(_with_events(h, events))
+    assert v.result == ILLEGAL
+    assert v.blocker == len(events) - 1
+    assert "may be in any order" not in v.model_says  # the first read fixed the tie's order
+
+
+def test_a_dead_letter_not_in_the_tie_cannot_move_into_it():
+    h = load(TIE)
+    events = [e.to_dict() for e in h.events]
+    letters = [list(d) for d in h.events[399].returned]
+    poison = next(d for d in letters if d[1] == "poison")  # dead-lettered by a call, not by the reclaim
+    letters.remove(poison)
+    letters.insert([d[0] for d in letters].index("t2-0"), poison)
+    events[399]["returned"] = letters
+    v = check(_with_events(h, events))
+    assert v.result == ILLEGAL
+    assert v.blocker == 399

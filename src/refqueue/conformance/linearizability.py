@@ -76,13 +76,19 @@ _READS = ("pending_count", "outstanding_count", "is_drained", "is_closed", "dead
 _LEASE_CALLS = ("ack", "fail", "dead_letter", "extend")
 _ACQUIRES = ("acquire", "acquire_nowait")
 
-# The search state: the model's state, the model lease each minted lease
-# identity stands for so far (by slot; None while unminted), and the
-# deliveries of each dead letter (the model lists only (sample_id, reason)).
-# (model state, lease bindings, deliveries of each dead letter, tie groups): a
-# tie group is a set of pending ids requeued by one reclaim with equal
-# deadlines, whose order is free (a FIFO acquire may take any of them first).
-Search = tuple[State, tuple[ModelLease | None, ...], tuple[int, ...], tuple[frozenset[str], ...]]
+# The search state: (model state, lease bindings, deliveries of each dead
+# letter, tie groups, dead-letter ties).  The bindings give the model lease
+# each minted lease identity stands for so far (by slot; None while
+# unminted); the model lists a dead letter as (sample_id, reason) only, so
+# its deliveries are kept beside it.  A tie group is a set of pending ids
+# requeued by one reclaim with equal deadlines, whose order is free (a FIFO
+# acquire may take any of them first).  A dead-letter tie is a range
+# [start, end) of the dead letters made by one reclaim from leases due at the
+# same instant: their order is free too, and the first ``dead_letters`` read
+# that shows them fixes it (the model's order, by sample id, is one choice).
+Search = tuple[
+    State, tuple[ModelLease | None, ...], tuple[int, ...], tuple[frozenset[str], ...], tuple[tuple[int, int], ...]
+]
 
 
 @dataclass(frozen=True)
@@ -195,7 +201,7 @@ class _Context:
                     f"fix its 'stored' or 'store' fields"
                 )
             state = out.state
-        return state, (None,) * len(self.slots), (), ()
+        return state, (None,) * len(self.slots), (), (), ()
 
     def lease_of(self, search: Search, e: Event) -> ModelLease | None:
         key = e.lease_arg()
@@ -251,10 +257,37 @@ class _Context:
             return [[sid, reason, n] for (sid, reason), n in zip(state.dead, search[2])]
         raise ValueError(f"unknown call {call!r}")
 
+    def _dead_letters(self, search: Search, e: Event) -> Search | None:
+        """``search`` after a ``dead_letters`` read ``e``, or None if the model
+        cannot explain it: outside the open dead-letter ties the list must be
+        the model's; inside each, any order of the same entries, which the
+        read then fixes (a later read must show that order again)."""
+        got = e.returned
+        want = self.read(search, "dead_letters")
+        if e.did_raise or not isinstance(got, list) or len(got) != len(want):
+            return None
+        open_ties = search[4]
+        if not open_ties:
+            return search if got == want else None
+        inside = [False] * len(want)
+        for start, end in open_ties:
+            for j in range(start, end):
+                inside[j] = True
+            if sorted(map(repr, got[start:end])) != sorted(map(repr, want[start:end])):
+                return None
+        if any(not inside[j] and got[j] != want[j] for j in range(len(want))):
+            return None
+        if got == want:
+            return search[:4] + ((),)  # type: ignore[return-value]
+        state = search[0]._replace(dead=tuple((sid, reason) for sid, reason, _ in got))
+        return state, search[1], tuple(n for _, _, n in got), search[3], ()
+
     def step(self, search: Search, e: Event) -> Search | None:
         """``search`` after ``e`` if the model explains ``e``'s answer there, else None."""
         if e.call in _ACQUIRES:
             return self._acquire(search, e)
+        if e.call == "dead_letters":
+            return self._dead_letters(search, e)
         out = self.outcome(search, e)
         if out is None or not _same(e, out):
             return None
@@ -264,10 +297,11 @@ class _Context:
         dead = search[2]
         if len(state.dead) > len(dead):
             dead += tuple(A.rec_of(state, sid).deliveries for sid, _ in state.dead[len(dead) :])  # type: ignore[union-attr]
-        ties = search[3]
+        ties, dead_ties = search[3], search[4]
         if e.call == "reclaim_expired" and e.returned and e.returned > 1:
             ties += _tie_groups(search[0], state)
-        return state, search[1], dead, ties
+            dead_ties += _dead_tie_ranges(search[0], state)
+        return state, search[1], dead, ties, dead_ties
 
     def _acquire(self, search: Search, e: Event) -> Search | None:
         state = search[0]
@@ -300,7 +334,7 @@ class _Context:
             return None  # that identity already stands for another delivery
         if ties:
             ties = tuple(g - {sample_id} for g in ties if len(g - {sample_id}) > 1)
-        return out.state, bindings[:slot] + (lease,) + bindings[slot + 1 :], search[2], ties
+        return out.state, bindings[:slot] + (lease,) + bindings[slot + 1 :], search[2], ties, search[4]
 
     def doomed(self, before: Search, after: Search, linearized: int) -> tuple[int, str] | None:
         """Whether ``after`` (reached with ``linearized``) can never lead to a
@@ -390,7 +424,10 @@ class _Context:
             if out.error is not None
             else f"{e.call} returns {None if e.call == 'put_blocks' else out.value!r}"
         )
-        if _same(e, out):
+        if e.call == "dead_letters" and search[4]:
+            free = ", ".join(f"entries {start}-{end - 1}" for start, end in search[4])
+            said += f" ({free} may be in any order: each is a reclaim's tie)"
+        if _same(e, out) or (e.call == "dead_letters" and self.step(search, e) is not None):
             said += " (that explains this call, but every order of the rest after it fails)"
         return said
 
@@ -404,6 +441,27 @@ def _tie_groups(before: State, after: State) -> tuple[frozenset[str], ...]:
         if before.ids[i] in requeued:
             due.setdefault(before.recs[i].deadline, set()).add(before.ids[i])  # type: ignore[arg-type]
     return tuple(frozenset(g) for g in due.values() if len(g) > 1)
+
+
+def _dead_tie_ranges(before: State, after: State) -> tuple[tuple[int, int], ...]:
+    """The ranges [start, end) of ``after.dead`` that a reclaim from ``before``
+    dead-lettered from leases due at the same instant (two or more each).
+
+    The model reclaims by deadline, ties by sample id, so the dead letters of
+    one deadline are adjacent; the backend may have made them in any order.
+    """
+    made = after.dead[len(before.dead) :]
+    if len(made) < 2:
+        return ()
+    deadline = {before.ids[i]: before.recs[i].deadline for i in A.expired(before)}
+    out = []
+    start = 0
+    for j in range(1, len(made) + 1):
+        if j == len(made) or deadline.get(made[j][0]) != deadline.get(made[start][0]):
+            if j - start > 1:
+                out.append((len(before.dead) + start, len(before.dead) + j))
+            start = j
+    return tuple(out)
 
 
 def _quiet(e: Event) -> bool:
