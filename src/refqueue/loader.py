@@ -58,8 +58,21 @@ Design notes
   ``stats.refused`` and goes on.  Either way it never waits on a ref it
   cannot use.  A ref whose data the store no longer has (``SampleMissing``)
   or holds under another ref (``RefMismatch``) is dead-lettered and skipped
-  (a stale sample, not a configuration error).  Any other error from ``get``
-  fails the lease and propagates.
+  (a stale sample, not a configuration error).
+* **Consumer-side errors never cost the producer's data.**  Any other error
+  from ``get`` (a device copy failing, a closed store, an interrupt) and an
+  error from ``collate`` is the consumer's, not the sample's: the loader
+  neither fails nor dead-letters the lease (either could scrub the data:
+  ``fail`` dead-letters at ``max_deliveries``).  It keeps the lease
+  (``loader.held`` lists it), raises the error unchanged, and the next
+  ``next()`` retries that sample first, in a fresh visibility window
+  (``queue.extend``; a lease lost meanwhile is dropped as stale).  Only
+  ``close()`` gives back what the loader still holds, with ``fail``.  A
+  device the loader cannot hand tensors on (``"meta"``, ``"mps"`` or
+  ``"cuda"`` where the machine has none) is refused at construction.
+* **An ack or fail that raises** keeps its lease in ``loader.held`` (never
+  held by no one until the visibility timeout) and propagates; the next
+  ``next()``, ``commit()`` or ``close()`` tries it again first.
 * **Prefetch.**  With ``prefetch=N`` a daemon thread leases and gets up to N
   samples ahead into a buffer; the loader then holds at most ``N +
   batch_size`` leases.  Each prefetched sample handed to the consumer first
@@ -349,6 +362,7 @@ class FeatureDataLoader:
         self._close_queue = close_queue
         self._collate = collate
         # Consumer-thread state (never touched by the prefetch thread):
+        self._uncollated: Batch | None = None  # a batch whose collate raised, collated again next
         self._closed = False
         self._finished = False  # drained or closed: next() raises StopIteration
         self._current: Batch | None = None  # the batch last yielded, not yet settled
@@ -374,6 +388,10 @@ class FeatureDataLoader:
         self._fetcher_error: BaseException | None = None
         self._stopping = False
         self._stats = LoaderStats()
+        # Leases whose get raised a consumer-side error: got again first.
+        self._refetch: list[Any] = []
+        # (lease, ack) whose ack or fail raised: tried again first.
+        self._unsettled: list[tuple[Any, bool]] = []
         # What the loader trains on; None until given or taken from the first
         # ref (then _pinned_from names that ref).
         self._algorithm: FeatureAlgorithm | None = algorithm
@@ -395,24 +413,37 @@ class FeatureDataLoader:
         if self._finished:
             raise StopIteration
         self.commit()
-        deferred, self._deferred = self._deferred, None
-        if deferred is not None:
-            raise deferred
-        if self._prefetch and self._thread is None:
-            self._start_fetcher()
-        batch = self._next_batch()
+        batch, self._uncollated = self._uncollated, None
+        if batch is not None:
+            batch = self._renewed(batch)
+        if batch is None:
+            deferred, self._deferred = self._deferred, None
+            if deferred is not None:
+                raise deferred
+            batch = self._refetched()
+        if batch is None:
+            if self._prefetch and self._thread is None:
+                self._start_fetcher()
+            batch = self._next_batch()
         if batch is None:
             self._finished = True
             self._shutdown(ack=False)  # nothing in hand: stops the prefetch thread
             raise StopIteration
+        if self._collate is not None:
+            try:
+                collated = self._collate(batch)
+            except BaseException:
+                self._uncollated = batch  # the consumer's error: kept, collated again next
+                raise
         self._current = batch
         with self._lock:
             self._count_nowait(batches=1)
-        return batch if self._collate is None else self._collate(batch)
+        return batch if self._collate is None else collated
 
     def commit(self) -> None:
         """Ack the batch in hand now (e.g. right before ``break``, or before
         a long evaluation); the next pull then has nothing to ack."""
+        self._settle_again()
         batch, self._current = self._current, None
         if batch is not None:
             self._settle(batch.samples, ack=True)
@@ -506,6 +537,16 @@ class FeatureDataLoader:
         """The batch in hand (yielded, not yet acked or failed), or None."""
         return self._current
 
+    @property
+    def held(self) -> list[Any]:
+        """Leases the loader holds outside the batch in hand and the prefetch
+        buffer: samples whose ``get`` or ``collate`` raised (retried by the
+        next ``next()``) and leases whose ``ack`` or ``fail`` raised (tried
+        again by the next ``next()``, ``commit()`` or ``close()``)."""
+        uncollated = list(self._uncollated.leases) if self._uncollated is not None else []
+        with self._lock:
+            return uncollated + list(self._refetch) + [lease for lease, _ in self._unsettled]
+
     # -- iteration ---------------------------------------------------------------
 
     def _next_batch(self) -> Batch | None:
@@ -523,6 +564,8 @@ class FeatureDataLoader:
         Empty once the queue is drained.  A refusal first in line raises; one
         after a sample ends the batch and is raised at the next ``next()``."""
         batch: list[_Fetched] = []
+        with self._lock:
+            start = len(self._refetch)  # a get that raises appends its lease after this
         try:
             while not batch:
                 got = self._fetch(wait=True)
@@ -541,8 +584,11 @@ class FeatureDataLoader:
                     break
                 batch.append(got)  # type: ignore[arg-type]
         except BaseException:
-            if batch:  # leased but never handed out: give them back
-                self._settle([item.sample for item in batch], ack=False)
+            if batch:  # leased but never handed out: kept, got again at the next next()
+                with self._lock:  # in delivery order, before the lease whose get raised
+                    self._refetch[start:start] = [item.sample.lease for item in batch]
+                for item in batch:
+                    self._release(item.sample.handle)
             raise
         return batch
 
@@ -569,7 +615,10 @@ class FeatureDataLoader:
                             self._count_nowait(dead_lettered=1)
                     continue
                 except BaseException:
-                    queue.fail(lease)
+                    # the consumer's error, not the sample's: keep the lease (never fail
+                    # it, which may dead-letter and scrub) and get it again later
+                    with self._lock:
+                        self._refetch.append(lease)
                     raise
                 return _Fetched(Sample(lease, tensors, handle), ready)
             if queue.dead_letter(lease, mismatch):
@@ -647,23 +696,89 @@ class FeatureDataLoader:
     def _settle(self, samples: tuple[Sample, ...] | list[Sample], *, ack: bool) -> None:
         """Ack or fail each sample and release its handle; the first error is
         raised after all were tried."""
-        error: BaseException | None = None
-        for sample in samples:
-            try:
-                live = self._queue.ack(sample.lease) if ack else self._queue.fail(sample.lease)
-                with self._lock:
-                    if not live:
-                        self._count_nowait(stale=1)
-                    elif ack:
-                        self._count_nowait(acked=1)
-                    else:
-                        self._count_nowait(failed=1)
-            except BaseException as exc:
-                error = error or exc
-            finally:
+        try:
+            self._settle_leases([(sample.lease, ack) for sample in samples])
+        finally:
+            for sample in samples:
                 self._release(sample.handle)
+
+    def _settle_leases(self, leases: list[tuple[Any, bool]]) -> None:
+        """Ack (``True``) or fail each lease; one whose call raises is kept in
+        ``_unsettled`` (``held``) and the first error is raised after all were
+        tried."""
+        error: BaseException | None = None
+        for lease, ack in leases:
+            try:
+                live = self._queue.ack(lease) if ack else self._queue.fail(lease)
+            except BaseException as exc:
+                with self._lock:
+                    self._unsettled.append((lease, ack))
+                error = error or exc
+                continue
+            with self._lock:
+                if not live:
+                    self._count_nowait(stale=1)
+                elif ack:
+                    self._count_nowait(acked=1)
+                else:
+                    self._count_nowait(failed=1)
         if error is not None:
             raise error
+
+    def _settle_again(self) -> None:
+        """Try again the acks and fails that raised."""
+        with self._lock:
+            unsettled, self._unsettled = self._unsettled, []
+        if unsettled:
+            self._settle_leases(unsettled)
+
+    def _renewed(self, batch: Batch) -> Batch | None:
+        """A kept batch in a fresh visibility window, less the samples whose
+        lease was lost meanwhile (their handles released); None if none is left."""
+        live = []
+        for sample in batch.samples:
+            try:
+                renewed = self._queue.extend(sample.lease)
+            except BaseException:
+                self._uncollated = Batch(tuple(live) + batch.samples[len(live):])
+                raise
+            if renewed:
+                live.append(sample)
+            else:
+                self._release(sample.handle)
+                with self._lock:
+                    self._count_nowait(stale=1)
+        return Batch(tuple(live)) if live else None
+
+    def _refetched(self) -> Batch | None:
+        """Get again the samples whose get raised (up to ``batch_size``), each
+        in a fresh visibility window; None when there are none (left)."""
+        samples: list[Sample] = []
+        while len(samples) < self._batch_size:
+            with self._lock:
+                if not self._refetch:
+                    break
+                lease = self._refetch.pop(0)
+            try:
+                if not self._queue.extend(lease):
+                    with self._lock:
+                        self._count_nowait(stale=1)
+                    continue
+                tensors, handle = self._store.get(lease.ref, self._device)
+            except (SampleMissing, RefMismatch) as exc:
+                if self._queue.dead_letter(lease, f"the store cannot serve it: {exc}"):
+                    with self._lock:
+                        self._count_nowait(dead_lettered=1)
+                continue
+            except BaseException:
+                with self._lock:
+                    self._refetch.insert(0, lease)
+                    self._refetch[1:1] = [s.lease for s in samples]
+                for sample in samples:
+                    self._release(sample.handle)
+                raise
+            samples.append(Sample(lease, tensors, handle))
+        return Batch(tuple(samples)) if samples else None
 
     def _release(self, handle: StoreHandle) -> None:
         try:
@@ -681,16 +796,24 @@ class FeatureDataLoader:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
         batch, self._current = self._current, None
+        uncollated, self._uncollated = self._uncollated, None
         self._deferred = None
         with self._lock:
             leftovers = [item.sample for item in self._buffer if isinstance(item, _Fetched)]
             self._buffer.clear()
             self._refusals_buffered = 0
+            refetch, self._refetch = self._refetch, []
+            unsettled, self._unsettled = self._unsettled, []
+        if uncollated is not None:
+            leftovers = list(uncollated.samples) + leftovers
         try:
             if batch is not None:
                 self._settle(batch.samples, ack=ack)
         finally:
-            self._settle(leftovers, ack=False)
+            try:
+                self._settle(leftovers, ack=False)
+            finally:
+                self._settle_leases(unsettled + [(lease, False) for lease in refetch])
 
     # -- prefetch ------------------------------------------------------------------
 
@@ -757,8 +880,14 @@ class FeatureDataLoader:
             return self._take_nowait()
 
     def _take_nowait(self) -> list[_Fetched]:
-        if self._fetcher_error is not None:
-            raise self._fetcher_error  # the prefetch thread's error, as the consumer's
+        if self._fetcher_error is not None and not self._buffer:
+            # the prefetch thread's error, as the consumer's; once raised, the
+            # next next() starts a new prefetch thread
+            error, self._fetcher_error = self._fetcher_error, None
+            self._fetcher_done = False
+            self._idle = False
+            self._thread = None  # it has stopped: _fetcher_done was set in its finally
+            raise error
         taken: list[_Fetched] = []
         buffer = self._buffer
         while buffer and len(taken) < self._batch_size:
@@ -796,7 +925,9 @@ def _poll_interval(poll_interval: object, acquire_poll_interval: object) -> floa
 
 
 def _check_device(device: object) -> bool:
-    """Validate ``device``; True when it is a CUDA device."""
+    """Validate ``device``: one this machine can hand tensors with data on
+    (``cpu``, an existing ``cuda`` device, ``mps`` where available); True
+    when it is a CUDA device.  Refused here, not at the first ``next()``."""
     if device is None:
         return False
     if isinstance(device, bool) or not (isinstance(device, str) or type(device).__name__ == "device"):
@@ -813,7 +944,38 @@ def _check_device(device: object) -> bool:
             f"FeatureDataLoader(device) got {device!r}, which torch does not know as a device; "
             f"pass e.g. 'cpu' or 'cuda:0'"
         ) from None
-    return dev.type == "cuda"
+    if dev.type == "cpu":
+        return False
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(
+                f"FeatureDataLoader(device) got {device!r}, but CUDA is not available on this machine; "
+                f"pass 'cpu' (or None for the store's device)"
+            )
+        if dev.index is not None and dev.index >= count:
+            raise ValueError(
+                f"FeatureDataLoader(device) got {device!r}, but this machine has {count} CUDA device(s); "
+                f"pass 'cuda:0' .. 'cuda:{count - 1}'"
+            )
+        return True
+    if dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError(
+                f"FeatureDataLoader(device) got {device!r}, but MPS is not available on this machine; "
+                f"pass 'cpu' (or None for the store's device)"
+            )
+        return False
+    if dev.type == "meta":
+        raise ValueError(
+            f"FeatureDataLoader(device) got {device!r}: 'meta' tensors hold no data, so a trainer could not "
+            f"use them; pass 'cpu' or 'cuda:N' (or None for the store's device)"
+        )
+    raise ValueError(
+        f"FeatureDataLoader(device) got {device!r}: the loader hands tensors on 'cpu', 'cuda' or 'mps' only; "
+        f"pass one of those (or None for the store's device)"
+    )
 
 
 def _wait_on_this_stream(tensors: dict[str, Any], ready: Any) -> None:
