@@ -124,6 +124,7 @@ from refqueue._leases import (  # noqa: F401  (_next_lease_id, _lease_id_counter
 )
 from refqueue._reclaimer import Reclaimer
 from refqueue.clock import Clock, MonotonicClock
+from refqueue.events import EventLog, check_event_log
 from refqueue.errors import DuplicateSample, ForeignLease, PutAborted, QueueClosed, ReplayedSample
 from refqueue.refs import SampleRef
 from refqueue.store import FeatureStore, StoreHealth
@@ -168,11 +169,12 @@ class _Parking:
     ``parked`` says whether ``nbytes`` is counted now.  Changed only with the
     queue lock held."""
 
-    __slots__ = ("nbytes", "parked")
+    __slots__ = ("nbytes", "parked", "sample_id")
 
-    def __init__(self, nbytes: int) -> None:
+    def __init__(self, nbytes: int, sample_id: str = "") -> None:
         self.nbytes = nbytes
         self.parked = False
+        self.sample_id = sample_id  # named in the park/unpark events
 
 
 class SampleRefQueue:
@@ -212,6 +214,7 @@ class SampleRefQueue:
         dedup_window: int = 0,
         clock: Clock | None = None,
         dead_letter_limit: int = DEFAULT_DEAD_LETTER_LIMIT,
+        events: EventLog | None = None,
     ) -> None:
         if not isinstance(store, FeatureStore):
             raise TypeError(
@@ -251,6 +254,7 @@ class SampleRefQueue:
         if not isinstance(store_uri, str):
             raise TypeError(f"the store's uri must be a str, got {describe(store_uri)}; fix the store's uri property")
         high, low = _effective_watermarks(store, high_override, low_override)
+        event_log = check_event_log("SampleRefQueue", events)
 
         self._store = store
         self._store_uri = store_uri
@@ -311,6 +315,10 @@ class SampleRefQueue:
         self._completed_ids: set[str] = set()  # the same ids, for O(1) lookup
         self._events: deque[tuple[Callable[[StoreHealth], Any], StoreHealth]] = deque()
         self._delivering = False  # a thread is delivering _events
+        # The event log (issue 13, refqueue.events) or None; every hook is one
+        # `if self._event_log is not None` test, and emits with _lock held.
+        self._event_log = event_log
+        self._qid = 0 if event_log is None else event_log.register("queue", self._open_record())
 
     # -- producer side -------------------------------------------------------------
 
@@ -329,6 +337,8 @@ class SampleRefQueue:
             if self._closed or sample_id in self._live or sample_id in self._completed_ids:
                 self._check_put_nowait("put", sample_id)  # raises
             self._put_nowait(ref)
+            if self._event_log is not None:
+                self._emit({"ev": "put", "sample": sample_id, "pending": len(self._pending)})
 
     def put_blocks_until_below(
         self,
@@ -373,7 +383,7 @@ class SampleRefQueue:
         check_optional_callable(
             "put_blocks_until_below(abort_when)", abort_when, "pass a function returning True to give up"
         )
-        parking = _Parking(ref.estimated_bytes)
+        parking = _Parking(ref.estimated_bytes, ref.sample_id)
         try:
             while True:
                 with self._lock:
@@ -396,6 +406,8 @@ class SampleRefQueue:
                         # the others' effective residency: let them step again.
                         parking.parked = True
                         self._parked_bytes += parking.nbytes
+                        if self._event_log is not None:
+                            self._emit({"ev": "park", "sample": ref.sample_id, "nbytes": parking.nbytes})
                         missed = self._room_generation != generation
                         self._room_generation += 1
                         if self._producers_waiting:
@@ -441,12 +453,17 @@ class SampleRefQueue:
                 while not self._pending and not (self._closed and self._outstanding == 0):
                     remaining = deadline - _monotonic()
                     if remaining <= 0:
+                        if self._event_log is not None:
+                            self._emit({"ev": "wait", "waited": poll_interval})
+                            self._emit({"ev": "acquire", "sample": None})
                         return None
                     self._acquirers_waiting += 1
                     try:
                         self._ready.wait(None if remaining == _INF else remaining)
                     finally:
                         self._acquirers_waiting -= 1
+                if self._event_log is not None:
+                    self._emit({"ev": "wait", "waited": _monotonic() - deadline + poll_interval})
             return self._acquire_nowait()
 
     def acquire_nowait(self) -> Lease | None:
@@ -481,7 +498,11 @@ class SampleRefQueue:
             # a pending record's lease_id is None: no lease matches it
             if rec is not None and rec.lease_id == lease_id:
                 self._finish_nowait(rec, None)
+                if self._event_log is not None:
+                    self._emit({"ev": "ack", "sample": sample_id, "lease": lease_id, "live": True})
                 return True
+            if self._event_log is not None:
+                self._emit({"ev": "ack", "sample": sample_id, "lease": lease_id, "live": False})
         logger.debug("ack of a stale lease %d of %r ignored (D1)", lease_id, sample_id)
         return False
 
@@ -507,7 +528,12 @@ class SampleRefQueue:
             rec = self._live.get(sample_id)
             if rec is not None and rec.lease_id == lease_id:
                 self._requeue_nowait(rec)
+                if self._event_log is not None:
+                    dead = rec.lease_id is not _NOT_LEASED  # dead-lettered at max_deliveries
+                    self._emit({"ev": "fail", "sample": sample_id, "lease": lease_id, "live": True, "dead": dead})
                 return True
+            if self._event_log is not None:
+                self._emit({"ev": "fail", "sample": sample_id, "lease": lease_id, "live": False})
         logger.debug("fail of a stale lease %d of %r ignored (D1)", lease_id, sample_id)
         return False
 
@@ -529,8 +555,13 @@ class SampleRefQueue:
         with self._lock:
             rec = self._live.get(sample_id)
             if rec is None or rec.lease_id != lease_id:
+                if self._event_log is not None:
+                    self._emit({"ev": "dead_letter", "sample": sample_id, "lease": lease_id, "live": False})
                 return False
             self._finish_nowait(rec, reason)
+            if self._event_log is not None:
+                self._emit({"ev": "dead_letter", "sample": sample_id, "lease": lease_id, "live": True,
+                            "reason": reason})
             return True
 
     def extend(self, lease: Lease, seconds: float | None = None) -> bool:
@@ -547,13 +578,19 @@ class SampleRefQueue:
         with self._lock:
             rec = self._live.get(sample_id)
             if rec is None or rec.lease_id != lease_id:
+                if self._event_log is not None:
+                    self._emit({"ev": "extend", "sample": sample_id, "lease": lease_id, "live": False})
                 return False
-            deadline = self._now() + seconds  # may raise: nothing has changed
+            now = self._now()  # may raise: nothing has changed
+            deadline = now + seconds
             if deadline != rec.deadline:
                 entry = (deadline, sample_id, lease_id)
                 self._deadlines.add(entry)  # stale until the commit below
                 rec.deadline = deadline  # the commit
                 self._deadlines.settle(entry, self._outstanding)
+            if self._event_log is not None:
+                self._emit({"ev": "extend", "t": now, "sample": sample_id, "lease": lease_id, "live": True,
+                            "seconds": seconds, "deadline": deadline})
             return True
 
     # -- environment -----------------------------------------------------------------
@@ -584,6 +621,8 @@ class SampleRefQueue:
         with self._lock:
             if not self._closed:
                 self._closed = True
+                if self._event_log is not None:
+                    self._emit({"ev": "close", "pending": len(self._pending), "outstanding": self._outstanding})
                 self._room_generation += 1
                 if self._producers_waiting:
                     self._room.notify_all()
@@ -828,10 +867,14 @@ class SampleRefQueue:
                 self._paused = True
                 self._transition("pause", health)
             if self._paused and (self._pending or self._outstanding):
+                if self._event_log is not None:
+                    self._emit_try_put(ref, parking, health, False)
                 return health, effective, self._room_generation
             # not paused, or paused with no work left: admitted (a pause stands)
         self._unpark_nowait(parking)
         self._put_nowait(ref)
+        if self._event_log is not None:
+            self._emit_try_put(ref, parking, health, True)
         return None, effective, self._room_generation
 
     def _unpark_nowait(self, parking: _Parking) -> None:
@@ -839,8 +882,12 @@ class SampleRefQueue:
         if parking.parked:
             self._parked_bytes -= parking.nbytes
             parking.parked = False
+            if self._event_log is not None:
+                self._emit({"ev": "unpark", "sample": parking.sample_id, "nbytes": parking.nbytes})
 
     def _transition(self, event: str, health: StoreHealth) -> None:
+        if self._event_log is not None:
+            self._emit({"ev": event, "resident_bytes": health.resident_bytes})
         callback = self._callbacks[event]
         if callback is not None:
             self._events.append((callback, health))
@@ -858,8 +905,11 @@ class SampleRefQueue:
         """
         pending = self._pending
         if not pending:
+            if self._event_log is not None:
+                self._emit({"ev": "acquire", "sample": None})
             return None
-        deadline = self._now() + self._vt_seconds  # may raise: nothing has changed
+        now = self._now()  # may raise: nothing has changed
+        deadline = now + self._vt_seconds
         rec = pending[0]
         ref = rec.ref
         lease_id = next(self._lease_ids)
@@ -873,6 +923,9 @@ class SampleRefQueue:
         self._outstanding += 1
         pending.popleft()
         self._deadlines.settle(entry, self._outstanding)
+        if self._event_log is not None:
+            self._emit({"ev": "acquire", "t": now, "sample": ref.sample_id, "lease": lease_id,
+                        "redeliveries": rec.redeliveries, "deadline": deadline, "pending": len(pending)})
         return lease
 
     def _requeue_nowait(self, rec: _Sample) -> None:
@@ -925,11 +978,17 @@ class SampleRefQueue:
         deadlines = self._deadlines
         live = self._live
         count = 0
+        taken: list[tuple[str, int, bool]] | None = None if self._event_log is None else []
         while True:
             entry = deadlines.peek_expired(now)
             if entry is None:
+                if taken is not None:
+                    self._emit_reclaim(now, taken)
                 return count
-            self._requeue_nowait(live[entry[1]])
+            rec = live[entry[1]]
+            self._requeue_nowait(rec)
+            if taken is not None:
+                taken.append((entry[1], entry[2], rec.lease_id is not _NOT_LEASED))
             count += 1
 
     def _notify_if_drained(self) -> None:
@@ -957,6 +1016,43 @@ class SampleRefQueue:
             with self._lock:
                 self._delivering = False
             raise
+
+    # -- events (issue 13): with self._lock held, only when _event_log is set ---------
+
+    def _open_record(self) -> dict[str, Any]:
+        store = self._store
+        return {
+            "ev": "open", "t": self._now(), "epoch": self._epoch, "store": self._store_uri,
+            "visibility_timeout": self._vt_seconds, "high": self._high, "low": self._low,
+            "store_high": store.high_watermark_bytes, "store_low": store.low_watermark_bytes,
+            "capacity_bytes": store.capacity_bytes, "max_deliveries": self._max_deliveries,
+            "dedup_window": self._dedup_window, "dead_letter_limit": self._dead.maxlen, "fifo": True,
+        }
+
+    def _emit(self, record: dict[str, Any]) -> None:
+        """Stamp the queue's number and clock time (unless given) and emit.
+        A clock that raises here (after a commit) gives ``t: None``."""
+        record["q"] = self._qid
+        if "t" not in record:
+            try:
+                record["t"] = self._now()
+            except Exception:
+                record["t"] = None
+        record["outstanding"] = self._outstanding
+        self._event_log.emit(record)  # type: ignore[union-attr]
+
+    def _emit_try_put(self, ref: SampleRef, parking: _Parking, health: StoreHealth, enqueued: bool) -> None:
+        self._emit({
+            "ev": "try_put", "sample": ref.sample_id, "nbytes": parking.nbytes, "enqueued": enqueued,
+            "paused": self._paused, "resident_bytes": health.resident_bytes, "parked_bytes": self._parked_bytes,
+            "pending": len(self._pending),
+        })
+
+    def _emit_reclaim(self, now: float, taken: list[tuple[str, int, bool]]) -> None:
+        self._emit({
+            "ev": "reclaim", "t": now, "samples": [s for s, _, _ in taken], "leases": [lid for _, lid, _ in taken],
+            "dead": [s for s, _, dead in taken if dead], "pending": len(self._pending),
+        })
 
 
 def _effective_watermarks(

@@ -1,0 +1,316 @@
+"""Structured events of a queue and its store: one ordered stream (issue 13).
+
+An ``EventLog`` is handed to ``SampleRefQueue(store, events=log)`` (and, for
+store events, ``LocalFeatureStore(..., events=log)``).  Each state change
+then emits one record, a plain dict of JSON values, with a sequence number
+``seq`` taken under the log's lock, which the emitter takes while holding its
+own lock (the queue's for queue events): ``seq`` order is the order in which
+the queue's lock was held, so replaying records by ``seq`` replays the run.
+With no log (the default) the queue's only cost is one ``is not None`` test
+per operation.
+
+Every record has ``seq``, ``ev`` (the event name), ``t`` (seconds: the
+queue's clock for queue events, ``time.monotonic()`` for store events),
+``pid`` and ``tid`` (process and thread of the caller), and ``q`` (the
+queue's number in this log) or ``s`` (the store's).  ``docs/EVENTS.md``
+lists every event and its fields.
+
+Sinks receive each record in ``seq`` order:
+
+* ``RingSink(capacity)``: the newest ``capacity`` records in memory.
+* ``JsonlSink(path, max_bytes, backups)``: one JSON object a line, rotated
+  to ``path.1`` ... ``path.<backups>`` past ``max_bytes``.
+* ``CallbackSink(fn)``: ``fn(record)`` on the sink's own thread, in order,
+  outside every lock (a slow callback never stalls the queue; ``flush``
+  waits for the backlog).
+
+A sink's ``write`` runs with the emitter's lock held, so it must be quick
+and must never call back into the queue or store.  No pickle: records are
+JSON values only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["EventLog", "Sink", "RingSink", "JsonlSink", "CallbackSink", "QUEUE_EVENTS", "STORE_EVENTS"]
+
+# Queue events, in the order of spec/SampleRefQueue.tla's actions.
+QUEUE_EVENTS = (
+    "open", "put", "try_put", "park", "unpark", "pause", "resume", "acquire", "wait", "ack", "fail",
+    "dead_letter", "extend", "reclaim", "close",
+)
+STORE_EVENTS = ("store_open", "store_put", "get", "release", "scrub", "store_close")
+
+_get_ident = threading.get_ident
+
+
+class Sink(Protocol):
+    def write(self, record: dict[str, Any]) -> None: ...
+
+
+def _check_positive_int(name: str, value: object, fix: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__}); {fix}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}; {fix}")
+    return value
+
+
+class RingSink:
+    """The newest ``capacity`` records, in ``seq`` order (a bounded deque)."""
+
+    def __init__(self, capacity: int = 100_000) -> None:
+        _check_positive_int("RingSink(capacity)", capacity, "pass how many records to keep, e.g. 100000")
+        self._records: deque[dict[str, Any]] = deque(maxlen=capacity)
+        self.write = self._records.append  # called under the emitter's lock: one C call
+        self._lock = threading.Lock()
+
+    @property
+    def capacity(self) -> int:
+        return self._records.maxlen  # type: ignore[return-value]
+
+    def records(self) -> list[dict[str, Any]]:
+        """A copy of the records kept, oldest first."""
+        while True:
+            try:
+                return list(self._records)
+            except RuntimeError:  # appended to while copied: copy again
+                continue
+
+    def dump(self, path: str | os.PathLike[str]) -> int:
+        """Write the records kept to ``path`` as JSON lines; returns how many."""
+        records = self.records()
+        with open(path, "w", encoding="utf-8") as out:
+            for record in records:
+                out.write(json.dumps(record, separators=(",", ":")))
+                out.write("\n")
+        return len(records)
+
+
+class JsonlSink:
+    """One JSON object a line in ``path``; past ``max_bytes`` the file is
+    rotated (``path`` -> ``path.1`` -> ... -> ``path.<backups>``, the oldest
+    dropped).  ``trace-check`` and ``report`` read a rotated set back when
+    given all its files (records carry ``seq``).  Lines are buffered:
+    ``flush()`` or ``close()`` makes them visible."""
+
+    def __init__(self, path: str | os.PathLike[str], max_bytes: int = 256 * 1024 * 1024, backups: int = 8) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"JsonlSink(path) must be a path, got {path!r}; pass the file to write, e.g. 'run.jsonl'")
+        _check_positive_int("JsonlSink(max_bytes)", max_bytes, "pass the size at which to rotate, in bytes")
+        if isinstance(backups, bool) or not isinstance(backups, int) or backups < 0:
+            raise ValueError(f"JsonlSink(backups) must be an int >= 0, got {backups!r}; pass how many old files to keep")
+        self.path = Path(path)
+        if not self.path.parent.is_dir():
+            raise FileNotFoundError(
+                f"JsonlSink(path={str(path)!r}): folder {str(self.path.parent)!r} does not exist; create it first"
+            )
+        self.max_bytes = max_bytes
+        self.backups = backups
+        self._file = open(self.path, "w", encoding="utf-8")
+        self._size = 0
+        self._dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = self._dumps(record) + "\n"
+        self._file.write(line)
+        self._size += len(line)
+        if self._size >= self.max_bytes:
+            self._rotate()
+
+    def files(self) -> list[Path]:
+        """The files of this sink that exist, oldest first."""
+        old = [self.path.with_name(f"{self.path.name}.{k}") for k in range(self.backups, 0, -1)]
+        return [p for p in old + [self.path] if p.exists()]
+
+    def _rotate(self) -> None:
+        self._file.close()
+        if self.backups == 0:
+            self.path.unlink()
+        else:
+            for k in range(self.backups - 1, 0, -1):
+                older = self.path.with_name(f"{self.path.name}.{k}")
+                if older.exists():
+                    older.replace(self.path.with_name(f"{self.path.name}.{k + 1}"))
+            self.path.replace(self.path.with_name(f"{self.path.name}.1"))
+        self._file = open(self.path, "w", encoding="utf-8")
+        self._size = 0
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class CallbackSink:
+    """Calls ``fn(record)`` for every record, in ``seq`` order, on a daemon
+    thread of its own: never under the queue's or the store's lock.  An
+    exception from ``fn`` is kept (``error``) and stops delivery; ``flush``
+    re-raises it."""
+
+    def __init__(self, fn: Callable[[dict[str, Any]], Any]) -> None:
+        if not callable(fn):
+            raise TypeError(f"CallbackSink(fn) must be callable, got {fn!r}; pass a function taking one record dict")
+        self._fn = fn
+        self._backlog: deque[dict[str, Any]] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._written = 0
+        self._delivered = 0
+        self._closed = False
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._deliver, name="refqueue-events-callback", daemon=True)
+        self._thread.start()
+
+    def write(self, record: dict[str, Any]) -> None:
+        with self._cond:
+            self._backlog.append(record)
+            self._written += 1
+            self._cond.notify()
+
+    def _deliver(self) -> None:
+        while True:
+            with self._cond:
+                while not self._backlog and not self._closed:
+                    self._cond.wait()
+                if not self._backlog:
+                    return
+                record = self._backlog.popleft()
+            try:
+                self._fn(record)
+            except BaseException as exc:  # kept for flush(); delivery stops
+                with self._cond:
+                    self.error = exc
+                    self._closed = True
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self._delivered += 1
+                self._cond.notify_all()
+
+    def flush(self, timeout: float = 10.0) -> None:
+        """Wait until every record written so far was delivered (at most
+        ``timeout`` seconds, then ``TimeoutError``)."""
+        with self._cond:
+            target = self._written
+            if not self._cond.wait_for(lambda: self._delivered >= target or self.error is not None, timeout):
+                raise TimeoutError(
+                    f"CallbackSink.flush: {target - self._delivered} records still undelivered after {timeout} s; "
+                    f"the callback is slow or blocked"
+                )
+            if self.error is not None:
+                raise RuntimeError(f"CallbackSink: the callback raised {self.error!r}; delivery stopped") from self.error
+
+    def close(self, timeout: float = 10.0) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
+
+
+class EventLog:
+    """The ordered stream one or more queues and stores emit into.
+
+    ``emit(record)`` stamps ``seq``, ``pid`` and ``tid`` and hands the record
+    to every sink under the log's lock (a leaf lock: sinks never call back).
+    ``register(kind, fields)`` numbers a queue (``kind="queue"``) or store and
+    emits its ``open``/``store_open`` record.
+    """
+
+    def __init__(self, *sinks: Sink) -> None:
+        for sink in sinks:
+            if not callable(getattr(sink, "write", None)):
+                raise TypeError(f"EventLog sinks need a write(record) method, got {sink!r}; pass RingSink(), "
+                                f"JsonlSink(path) or CallbackSink(fn)")
+        self._sinks: tuple[Sink, ...] = tuple(sinks)
+        self._writes: tuple[Callable[[dict[str, Any]], None], ...] = tuple(s.write for s in sinks)
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._numbers = {"queue": 0, "store": 0}
+        self._pid = os.getpid()
+
+    @property
+    def sinks(self) -> tuple[Sink, ...]:
+        return self._sinks
+
+    @property
+    def seq(self) -> int:
+        """The last sequence number given out (0: nothing emitted yet)."""
+        return self._seq
+
+    def add_sink(self, sink: Sink) -> None:
+        """Attach another sink; it sees the records emitted from now on."""
+        if not callable(getattr(sink, "write", None)):
+            raise TypeError(f"EventLog.add_sink needs a sink with write(record), got {sink!r}")
+        with self._lock:
+            self._sinks = self._sinks + (sink,)
+            self._writes = self._writes + (sink.write,)
+
+    def register(self, kind: str, record: dict[str, Any]) -> int:
+        """Number a new queue or store in this log and emit its opening record."""
+        with self._lock:
+            self._numbers[kind] += 1
+            number = self._numbers[kind]
+        record["q" if kind == "queue" else "s"] = number
+        self.emit(record)
+        return number
+
+    def emit(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self._seq += 1
+            record["seq"] = self._seq
+            record["pid"] = self._pid
+            record["tid"] = _get_ident()
+            for write in self._writes:
+                write(record)
+
+    def flush(self) -> None:
+        for sink in self._sinks:
+            flush = getattr(sink, "flush", None)
+            if flush is not None:
+                flush()
+
+    def close(self) -> None:
+        for sink in self._sinks:
+            close = getattr(sink, "close", None)
+            if close is not None:
+                close()
+
+
+def check_event_log(call: str, events: object) -> EventLog | None:
+    """``events`` as an ``EventLog`` or None; else the error naming the fix."""
+    if events is None or isinstance(events, EventLog):
+        return events
+    raise TypeError(
+        f"{call}(events) must be a refqueue.events.EventLog or None, got {events!r} ({type(events).__name__}); "
+        f"pass EventLog(RingSink()) or leave it out"
+    )
+
+
+def read_jsonl(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """Every record of the JSON-lines files ``paths`` (unsorted).  Raises
+    ``ValueError`` naming the file and line of a line that is not a JSON
+    object."""
+    records: list[dict[str, Any]] = []
+    loads = json.loads
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = loads(line)
+                except ValueError as exc:
+                    raise ValueError(f"{path}:{number}: not a JSON line ({exc}); pass an event log "
+                                     f"written by JsonlSink") from None
+                if type(record) is not dict:
+                    raise ValueError(f"{path}:{number}: a JSON {type(record).__name__}, not an event object")
+                records.append(record)
+    return records
