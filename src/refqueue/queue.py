@@ -189,7 +189,9 @@ class SampleRefQueue:
     last N completed ids (D5); ``clock`` supplies lease time;
     ``dead_letter_limit`` (default 10,000) is how many ``DeadLetter`` records
     ``dead_letters()`` keeps (the oldest are dropped first and counted in
-    ``dead_letters_dropped``; ``drain_dead_letters()`` takes them out).
+    ``dead_letters_dropped``; ``drain_dead_letters()`` takes them out);
+    ``events`` (a ``refqueue.events.EventLog``, default None) records every
+    state change as one ordered event (docs/EVENTS.md).
 
     Validated here, with nothing built on a rejection: the store, each
     argument's type and range, and the *effective* watermark pair (queue
