@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import torch
 
+from refqueue.events import EventLog, check_event_log
 from refqueue.errors import DuplicateSample, ForeignRef, RefMismatch, SampleMissing, StoreClosed, StoreFull
 from refqueue.refs import FeatureAlgorithm, FeatureSpec, SampleRef
 from refqueue.store import FeatureStore, StoreHandle, StoreHealth
@@ -104,7 +106,9 @@ class LocalFeatureStore(FeatureStore):
     high <= max_bytes``.
 
     ``uri`` defaults to a fresh ``mem://local-<hex>``, unique per instance
-    (``store_uri`` is the same value under the seed's name).  Thread-safe.
+    (``store_uri`` is the same value under the seed's name).  ``events`` (a
+    ``refqueue.events.EventLog``) records store_put, get, release, scrub and
+    close (docs/EVENTS.md).  Thread-safe.
     """
 
     def __init__(
@@ -116,8 +120,10 @@ class LocalFeatureStore(FeatureStore):
         *,
         device: str | torch.device = "cpu",
         uri: str | None = None,
+        events: EventLog | None = None,
     ) -> None:
         self._device = resolve_device("LocalFeatureStore(device)", device)
+        event_log = check_event_log("LocalFeatureStore", events)
         if max_samples is _DEFAULT:
             max_samples = DEFAULT_MAX_SAMPLES
         if max_bytes is _DEFAULT:
@@ -162,6 +168,12 @@ class LocalFeatureStore(FeatureStore):
         # refs, sample_count == len(_samples), both >= 0; _reserved and _samples
         # share no id; _reserved_bytes == sum(_reserved.values()).
         self._counters: tuple[int, int] = (0, 0)
+        # The event log (issue 13) or None; hooks emit with _lock held.
+        self._event_log = event_log
+        self._sid = 0 if event_log is None else event_log.register("store", {
+            "ev": "store_open", "t": time.monotonic(), "store": self._uri, "capacity_bytes": max_bytes,
+            "max_samples": max_samples, "store_high": self._high, "store_low": self._low,
+        })
 
     # -- configuration -------------------------------------------------------
 
@@ -446,6 +458,8 @@ class LocalFeatureStore(FeatureStore):
         self._samples[ref.sample_id] = _Resident(ref, copies, ready, next(self._serials))
         resident, count = self._counters
         self._counters = (resident + ref.estimated_bytes, count + 1)
+        if self._event_log is not None:
+            self._emit({"ev": "store_put", "sample": ref.sample_id, "nbytes": ref.estimated_bytes})
 
     def _open_handle_locked(self, ref: SampleRef) -> tuple[_Resident, StoreHandle]:
         if self._closed:
@@ -465,12 +479,16 @@ class LocalFeatureStore(FeatureStore):
             )
         handle = StoreHandle(self._uri, ref.sample_id, next(self._handle_ids))
         self._handles[handle.handle_id] = (ref.sample_id, entry.serial)
+        if self._event_log is not None:
+            self._emit({"ev": "get", "sample": ref.sample_id, "handle": handle.handle_id})
         return entry, handle
 
     def _release_locked(self, handle: StoreHandle) -> None:
         held = self._handles.get(handle.handle_id)
         if held is not None and held[0] == handle.sample_id:
             del self._handles[handle.handle_id]
+            if self._event_log is not None:
+                self._emit({"ev": "release", "sample": handle.sample_id, "handle": handle.handle_id})
 
     def _scrub_locked(self, ref: SampleRef) -> bool:
         entry = self._samples.get(ref.sample_id)
@@ -481,6 +499,8 @@ class LocalFeatureStore(FeatureStore):
         resident, count = resident - ref.estimated_bytes, count - 1
         assert resident >= 0 and count >= 0, "ResidencyMatchesContents: counters went negative"
         self._counters = (resident, count)
+        if self._event_log is not None:
+            self._emit({"ev": "scrub", "sample": ref.sample_id, "nbytes": ref.estimated_bytes})
         return True
 
     def _gc_locked(self) -> int:
@@ -493,7 +513,16 @@ class LocalFeatureStore(FeatureStore):
             del self._handles[handle_id]
         return len(gone)
 
+    def _emit(self, record: dict[str, Any]) -> None:
+        """Stamp the store's number, time and counters; emit (lock held)."""
+        record["s"] = self._sid
+        record["t"] = time.monotonic()
+        record["resident_bytes"], record["resident_count"] = self._counters
+        self._event_log.emit(record)  # type: ignore[union-attr]
+
     def _close_locked(self) -> None:
+        if self._event_log is not None and not self._closed:
+            self._emit({"ev": "store_close"})
         self._closed = True
         self._samples.clear()
         self._reserved.clear()
