@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refqueue._checks import MAX_SECONDS
-from refqueue.refs import SampleRef
+from refqueue.refs import MAX_INT, SampleRef, load_json
 
 __all__ = ["VisibilityTimeout", "Lease", "DeadLetter", "mint_lease", "MAX_DELIVERIES_REASON"]
 
@@ -56,6 +56,11 @@ def _check_count(what: str, value: object) -> None:
         )
     if value < 0:
         raise ValueError(f"{what} must be >= 0, got {value}; pass a whole number >= 0")
+    if value > MAX_INT:
+        raise ValueError(
+            f"{what} must be at most 2**63 - 1 (a signed 63-bit int), got an int of {value.bit_length()} bits; "
+            f"pass the value the queue minted"
+        )
 
 
 @dataclass(frozen=True)
@@ -162,7 +167,10 @@ class Lease:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Lease:
-        return cls.from_dict(json.loads(text))
+        """The lease ``to_json`` wrote: ``TypeError`` for text that is not a
+        str or bytes, ``ValueError`` for anything else wrong (never
+        ``RecursionError``: nesting is bounded by ``refs.MAX_NESTING``)."""
+        return cls.from_dict(load_json("Lease.from_json", text))
 
 
 _new = object.__new__

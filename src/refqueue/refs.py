@@ -15,13 +15,15 @@ from __future__ import annotations
 import enum
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
 from refqueue.errors import TensorOnControlPlane
 
 __all__ = [
+    "MAX_INT",
+    "MAX_NESTING",
     "DTYPE_SIZES",
     "FeatureAlgorithm",
     "FeatureSpec",
@@ -30,6 +32,16 @@ __all__ = [
     "assert_no_tensors",
     "dtype_name",
 ]
+
+# The largest count, dimension or version number a ref (or a lease) carries:
+# a signed 63-bit int, what every JSON reader and every int64 column can hold
+# (Python's json refuses to write an int of more than 4,300 digits at all).
+MAX_INT = 2**63 - 1
+
+# How deep control-plane data may nest (JSON from the wire, assert_no_tensors):
+# a ref nests 4 levels; deeper input is refused with a ValueError instead of
+# exhausting the interpreter's stack (RecursionError).
+MAX_NESTING = 100
 
 # Element size in bytes of every dtype a FeatureSpec may name.
 DTYPE_SIZES: Mapping[str, int] = {
@@ -125,8 +137,26 @@ class FrozenMap(Mapping[str, Any]):
 
     def __init__(self, items: Mapping[str, Any] | tuple[tuple[str, Any], ...] = ()):
         pairs = tuple(items.items()) if isinstance(items, Mapping) else tuple(items)
+        for pair in pairs:
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise TypeError(
+                    f"FrozenMap items must be (key, value) pairs, got {pair!r} ({type(pair).__name__}); "
+                    f"pass a mapping or a sequence of 2-tuples"
+                )
+        mapping = dict(pairs)
+        if len(mapping) != len(pairs):
+            seen: set[Any] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    duplicate = key
+                    break
+                seen.add(key)
+            raise ValueError(
+                f"FrozenMap got the key {duplicate!r} more than once; each key may appear once "
+                f"(remove the duplicate pair)"
+            )
         self._items = pairs
-        self._dict = dict(pairs)
+        self._dict = mapping
         self._hash: int | None = None
 
     def __getitem__(self, key: str) -> Any:
@@ -162,11 +192,24 @@ def _check_name(owner: str, field: str, value: object, fix: str) -> None:
 def _check_count(owner: str, field: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(
-            f"{owner}.{field} must be an int, got {value!r} ({type(value).__name__}); "
+            f"{owner}.{field} must be an int, got {_short(value)} ({type(value).__name__}); "
             f"pass a whole number (a bool is not accepted)"
         )
     if value < 0:
-        raise ValueError(f"{owner}.{field} must be >= 0, got {value}; pass a non-negative count")
+        raise ValueError(f"{owner}.{field} must be >= 0, got {_short(value)}; pass a non-negative count")
+    if value > MAX_INT:
+        raise ValueError(
+            f"{owner}.{field} must be at most 2**63 - 1 (a signed 63-bit int, what JSON readers and int64 "
+            f"fields hold), got {_short(value)}; pass a smaller number"
+        )
+
+
+def _short(value: object) -> str:
+    """``repr(value)``, cut to 80 characters (a huge int's repr may not even exist)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an int of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _check_version(field: str, value: object) -> None:
@@ -179,6 +222,11 @@ def _check_version(field: str, value: object) -> None:
         raise ValueError(f"SampleRef.{field} must not be empty; pass the version label")
     if isinstance(value, int) and value < 0:
         raise ValueError(f"SampleRef.{field} must be >= 0, got {value}; pass the step number")
+    if isinstance(value, int) and value > MAX_INT:
+        raise ValueError(
+            f"SampleRef.{field} must be at most 2**63 - 1 (a signed 63-bit int), got {_short(value)}; "
+            f"pass the step number, or a str label"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,17 +237,22 @@ class FeatureSpec:
     dtype: str
 
     def __init__(self, shape: Any, dtype: Any) -> None:
-        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        if isinstance(shape, (str, bytes, Mapping, Set)) or not hasattr(shape, "__iter__"):
             raise TypeError(
-                f"FeatureSpec.shape must be a sequence of ints, got {shape!r}; "
-                f"pass e.g. (seq_len, hidden)"
+                f"FeatureSpec.shape must be a sequence of ints, got {_short(shape)} ({type(shape).__name__}); "
+                f"pass e.g. (seq_len, hidden) (a dict or a set has no dimension order)"
             )
         dims = tuple(shape)
         for dim in dims:
             if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
                 raise ValueError(
-                    f"FeatureSpec.shape {dims!r} has dimension {dim!r}; "
+                    f"FeatureSpec.shape {_short(dims)} has dimension {_short(dim)}; "
                     f"every dimension must be an int >= 0"
+                )
+            if dim > MAX_INT:
+                raise ValueError(
+                    f"FeatureSpec.shape has dimension {_short(dim)}; every dimension must be at most "
+                    f"2**63 - 1 (a signed 63-bit int), pass the real size"
                 )
         object.__setattr__(self, "shape", dims)
         object.__setattr__(self, "dtype", dtype_name(dtype))
@@ -384,7 +437,10 @@ class SampleRef:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> SampleRef:
-        return cls.from_dict(json.loads(text))
+        """The ref ``to_json`` wrote.  ``TypeError`` for text that is not a str
+        or bytes; ``ValueError`` for anything else wrong (not JSON, nested
+        deeper than ``MAX_NESTING``, not a ref's fields)."""
+        return cls.from_dict(load_json("SampleRef.from_json", text))
 
     # -- conveniences -------------------------------------------------------
 
@@ -422,6 +478,56 @@ class SampleRef:
             target_model_version=target_model_version,
             draft_weight_version=draft_weight_version,
         )
+
+
+def load_json(what: str, text: object) -> Any:
+    """``json.loads(text)`` for control-plane records from the wire: a str or
+    bytes of JSON nested at most ``MAX_NESTING`` deep.  ``TypeError`` for
+    another type; ``ValueError`` (never ``RecursionError``) for anything else
+    wrong, naming ``what`` and the fix."""
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise TypeError(f"{what} needs a str or bytes of JSON, got {_short(text)} ({type(text).__name__}); "
+                        f"pass what to_json returned")
+    depth = _nesting(text)
+    if depth > MAX_NESTING:
+        raise ValueError(
+            f"{what} got JSON nested {depth} levels deep; control-plane records nest at most {MAX_NESTING} "
+            f"levels, pass what to_json returned"
+        )
+    try:
+        return json.loads(text)
+    except RecursionError:  # not reached after the depth check; kept as a guard
+        raise ValueError(f"{what} got JSON nested too deeply to parse; pass what to_json returned") from None
+    except ValueError as exc:
+        raise ValueError(f"{what} got text that is not JSON ({exc}); pass what to_json returned") from None
+
+
+def _nesting(text: str | bytes | bytearray) -> int:
+    """The deepest ``[``/``{`` nesting of JSON text (brackets inside strings
+    are skipped; on malformed text, an upper bound json.loads then rejects)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", errors="replace")
+    if text.count("[") + text.count("{") <= MAX_NESTING:
+        return MAX_NESTING  # cannot nest deeper (the common case: no scan)
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def _check_store_uri(uri: object) -> None:
@@ -523,13 +629,18 @@ def assert_no_tensors(obj: object, where: str = "ref", *, path: str | None = Non
         raise TypeError(f"assert_no_tensors(where={where!r}) must be a str naming the object; pass e.g. 'ref'")
     seen: set[int] = set()
 
-    def walk(value: object, path: str) -> None:
+    def walk(value: object, path: str, depth: int = 0) -> None:
         if _looks_like_tensor(value):
             raise _tensor_error(path, value)
         if isinstance(value, _SCALARS):
             return
         if id(value) in seen:
             return
+        if depth >= MAX_NESTING:
+            raise ValueError(
+                f"{where} nests more than {MAX_NESTING} levels deep (at {path[:120]}...); control-plane data "
+                f"nests at most {MAX_NESTING} levels, flatten it"
+            )
         seen.add(id(value))
         if isinstance(value, Mapping):
             for key, item in value.items():
@@ -540,16 +651,16 @@ def assert_no_tensors(obj: object, where: str = "ref", *, path: str | None = Non
                         f"{path} has the key {key!r} ({type(key).__name__}): control-plane mappings are keyed "
                         f"by str (they travel as JSON); use str keys, e.g. {str(key)!r}"
                     )
-                walk(item, f"{path}[{key!r}]")
+                walk(item, f"{path}[{key!r}]", depth + 1)
         elif isinstance(value, (list, tuple, set, frozenset)):
             for i, item in enumerate(value):
-                walk(item, f"{path}[{i}]")
+                walk(item, f"{path}[{i}]", depth + 1)
         else:
             slots = getattr(type(value), "__slots__", ())
             for name in slots if isinstance(slots, (tuple, list)) else (slots,):
                 if hasattr(value, name) and not name.startswith("__"):
-                    walk(getattr(value, name), f"{path}.{name}")
+                    walk(getattr(value, name), f"{path}.{name}", depth + 1)
             for name, item in getattr(value, "__dict__", {}).items():
-                walk(item, f"{path}.{name}")
+                walk(item, f"{path}.{name}", depth + 1)
 
     walk(obj, where)
