@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-spec": ("refqueue.spec_check", "model-check the TLA+ spec with TLC against spec/manifest.json"),
     "certify": ("refqueue.conformance.cli", "certify a queue backend against the reference model"),
     "bench": ("refqueue.bench", "benchmark the production queue and stores (prints JSON)"),
+    "trace-check": ("refqueue.trace_check.cli", "check recorded event logs against the reference model"),
 }
 
 

@@ -234,6 +234,7 @@ class EventLog:
         self._lock = threading.Lock()
         self._seq = 0
         self._numbers = {"queue": 0, "store": 0}
+        self._opened: list[dict[str, Any]] = []  # the open/store_open records, for late sinks
         self._pid = os.getpid()
 
     @property
@@ -260,7 +261,13 @@ class EventLog:
             number = self._numbers[kind]
         record["q" if kind == "queue" else "s"] = number
         self.emit(record)
+        self._opened.append(record)
         return number
+
+    def opened(self) -> list[dict[str, Any]]:
+        """The ``open``/``store_open`` records emitted so far, in order (a
+        sink attached later, such as a ``Monitor``, starts from them)."""
+        return list(self._opened)
 
     def emit(self, record: dict[str, Any]) -> None:
         with self._lock:

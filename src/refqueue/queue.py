@@ -688,6 +688,11 @@ class SampleRefQueue:
     # -- observers -----------------------------------------------------------------
 
     @property
+    def event_log(self) -> EventLog | None:
+        """The ``EventLog`` this queue records into (``events=``), or None."""
+        return self._event_log
+
+    @property
     def epoch(self) -> str:
         """This queue's identity (uuid4 hex), carried by every lease it mints."""
         return self._epoch
