@@ -96,7 +96,9 @@ def test_pytest_plugin_runs_the_phases_of_a_backend(tmp_path):
         text=True,
     )  # fmt: skip
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "3 failed, 3 passed" in run.stdout  # construction, producers and blocking pass: close is not their concern
+    # construction, the 3 checks of producers and the 11 of blocking pass: close is not their concern
+    assert "3 failed, 15 passed" in run.stdout
+    assert "not-checked" not in run.stdout  # every capability declared: nothing left out
     assert "refqueue-conformance[walks]" in run.stdout and "refqueue-conformance[lockstep]" in run.stdout
     assert "Replay it with this test:" in run.stdout
 

@@ -1,23 +1,39 @@
 """The pytest plugin (entry point ``refqueue`` in group ``pytest11``).
 
-``pytest --refqueue-backend=MODULE:FACTORY`` adds the conformance kit's
-phases to the run as six tests, ``refqueue-conformance[construction]``,
-``[walks]``, ``[lockstep]``, ``[threads]``, ``[producers]`` and ``[blocking]``
-(``[walks]`` is the exhaustive cover with ``--refqueue-exhaustive``);
+``pytest --refqueue-backend=MODULE:FACTORY`` adds the conformance kit to the
+run as tests, one per check, so that a check that was not run shows as
+SKIPPED (with why), never as PASSED:
+
+* ``refqueue-conformance[construction]``, ``[walks]`` (the exhaustive cover
+  with ``--refqueue-exhaustive``), ``[lockstep]`` and ``[threads]``: one test
+  per phase; a phase the backend's capabilities rule out is skipped;
+* ``refqueue-conformance[producers:CHECK]`` and ``[blocking:CHECK]``: one test
+  per named check of those phases.  The phase runs once (on the first of its
+  tests) and each test reports its own check: passed, failed, skipped because
+  a declared capability rules it out, or skipped because an earlier check of
+  the phase failed and the phase stopped there;
+* ``refqueue-conformance[not-checked:WHAT]``: one skipped test for each other
+  check the certificate lists as not run (what the lockstep and threads
+  phases leave out for an undeclared capability).
+
 ``--refqueue-profile``, ``--refqueue-seed``, ``--refqueue-producer-bound`` and
-``--refqueue-wake-bound`` choose as
-``refqueue certify`` does.  A failing phase reports the shortest
-failing run and the pytest function that replays it.  Without the option the
-plugin adds nothing and imports nothing heavy.
+``--refqueue-wake-bound`` choose as ``refqueue certify`` does.  A failing test
+reports the failing run (said to be the shortest only where it was shrunk)
+and the pytest function that replays it.  Without the option the plugin adds
+nothing and imports nothing heavy.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
-__all__ = ["ConformanceItem"]
+__all__ = ["ConformanceItem", "NotCheckedItem"]
+
+# The phases split into one test per named check (the others are one test each).
+_SPLIT = ("producers", "blocking")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,63 +73,161 @@ class ConformanceFailure(AssertionError):
         self.certificate = certificate
 
 
-class ConformanceItem(pytest.Item):
-    """One phase of a certification of the backend named on the command line."""
+_RUNS = pytest.StashKey[dict[str, Any]]()
 
-    def __init__(self, *, target: str, phase: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.target = target
-        self.phase = phase
 
-    def runtest(self) -> None:
-        from refqueue.conformance.certify import certify
+def _certificate(config: pytest.Config, target: str, phase: str) -> Any:
+    """The certificate of ``phase`` of ``target``, run once per session."""
+    from refqueue.conformance.certify import certify
 
-        config = self.config
-        cert = certify(
-            self.target,
+    runs = config.stash.setdefault(_RUNS, {})
+    if phase not in runs:
+        runs[phase] = certify(
+            target,
             profile=config.getoption("refqueue_profile"),
             seed=config.getoption("refqueue_seed"),
             exhaustive=config.getoption("refqueue_exhaustive"),
-            phases=(self.phase,),
+            phases=(phase,),
             producer_bound=config.getoption("refqueue_producer_bound"),
             wake_bound=config.getoption("refqueue_wake_bound"),
         )
-        for name, phase in cert.phases.items():
-            self.user_properties.append((f"{name}_steps", phase.get("steps", 0)))
-        if not cert.passed:
-            raise ConformanceFailure(cert)
-        skipped = [f"{name}: {p['skipped']}" for name, p in cert.phases.items() if "skipped" in p]
-        if skipped:  # a check not run is never reported as passed
-            pytest.skip("; ".join(skipped))
+    return runs[phase]
+
+
+class ConformanceItem(pytest.Item):
+    """One phase of a certification of the backend named on the command line,
+    or (``check`` given) one named check of a phase split into checks."""
+
+    def __init__(self, *, target: str, phase: str, check: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.target = target
+        self.phase = phase
+        self.check = check
+
+    def runtest(self) -> None:
+        cert = _certificate(self.config, self.target, self.phase)
+        first = self.check is None or self.check == _first_check(self.phase)
+        if first:  # the phase's steps are counted once
+            for name, phase in cert.phases.items():
+                self.user_properties.append((f"{name}_steps", phase.get("steps", 0)))
+        if self.check is None:
+            if not cert.passed:
+                raise ConformanceFailure(cert)
+            skipped = [f"{name}: {p['skipped']}" for name, p in cert.phases.items() if "skipped" in p]
+            if skipped:  # a check not run is never reported as passed
+                pytest.skip("; ".join(skipped))
+            return
+        self._run_check(cert)
+
+    def _run_check(self, cert: Any) -> None:
+        phase = cert.phases.get(self.phase, {})
+        failure = cert.failure
+        if failure is not None and failure.get("check") in (self.check, None):
+            raise ConformanceFailure(cert)  # this check failed (or the phase failed outside any check)
+        if "skipped" in phase:
+            pytest.skip(f"{self.phase} phase not run: {phase['skipped']}")
+        not_run = phase.get("not_run", {})
+        if self.check in not_run:
+            pytest.skip(f"{self.phase}: {self.check} not run: {not_run[self.check]}")
+        if self.check in phase.get("checks", {}):
+            return
+        if failure is not None:
+            pytest.skip(
+                f"{self.phase}: {self.check} not run: the phase stopped at its failing check {failure['check']}"
+            )
+        raise AssertionError(
+            f"the {self.phase} phase neither ran {self.check} nor listed it as not run; this is a bug of the kit"
+        )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ConformanceFailure):
             cert = excinfo.value.certificate
             f = cert.failure
+            shrunk = f.get("shrunk", True)
             return (
                 f"{self.target} diverges from the reference model ({f['phase']}, caught after "
-                f"{f['steps_to_failure']:,} steps; {'shortest ' if f.get('shrunk', True) else ''}failing run "
-                f"{f['trace_steps']} steps{'' if f.get('shrunk', True) else ', not shrunk'}):\n"
+                f"{f['steps_to_failure']:,} steps; {'shortest ' if shrunk else ''}failing run "
+                f"{f['trace_steps']} steps{'' if shrunk else ', not shrunk'}):\n"
                 f"{f['message']}\n\nReplay it with this test:\n\n{cert.counterexample}"
             )
         return str(super().repr_failure(excinfo, style))
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"refqueue-conformance[{self.phase}] of {self.target}"
+        what = self.phase if self.check is None else f"{self.phase}:{self.check}"
+        return self.path, None, f"refqueue-conformance[{what}] of {self.target}"
+
+
+class NotCheckedItem(pytest.Item):
+    """A check the certificate lists as not run for the backend's declared
+    capabilities: always skipped, with why."""
+
+    def __init__(self, *, target: str, check: str, why: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.target = target
+        self.check = check
+        self.why = why
+
+    def runtest(self) -> None:
+        pytest.skip(f"not checked: {self.check} ({self.why})")
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"{self.name} of {self.target}"
+
+
+def _checks(phase: str) -> tuple[str, ...]:
+    if phase == "producers":
+        from refqueue.conformance.producers import CHECKS
+    else:
+        from refqueue.conformance.blocking import CHECKS
+    return tuple(CHECKS)
+
+
+def _first_check(phase: str) -> str | None:
+    return _checks(phase)[0] if phase in _SPLIT else None
+
+
+def _slug(text: str) -> str:
+    head = re.split(r"[:(]", text, maxsplit=1)[0].strip()
+    return re.sub(r"[^A-Za-z0-9_.]+", "-", head).strip("-") or "check"
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     target = config.getoption("refqueue_backend")
     if not target:
         return
-    from refqueue.conformance.certify import PHASES
+    from refqueue.conformance.certify import PHASES, _not_checked
     from refqueue.conformance.contract import load_backend
 
     try:
-        load_backend(target)
+        backend = load_backend(target)
     except (TypeError, ValueError) as exc:
         raise pytest.UsageError(f"--refqueue-backend: {exc}") from None
     for phase in PHASES:
+        if phase not in _SPLIT:
+            items.append(
+                ConformanceItem.from_parent(session, name=f"refqueue-conformance[{phase}]", target=target, phase=phase)
+            )
+            continue
+        for check in _checks(phase):
+            items.append(
+                ConformanceItem.from_parent(
+                    session, name=f"refqueue-conformance[{phase}:{check}]", target=target, phase=phase, check=check
+                )
+            )
+    # The split phases' items report their own checks not run; the phase items
+    # report a skipped phase.  Every other check not run gets a skipped item.
+    names: set[str] = set()
+    for entry in _not_checked(backend):
+        check, why = entry["check"], entry["why"]
+        if check.startswith(_SPLIT) or check.startswith("walks"):
+            continue
+        declared = re.fullmatch(r"(\w+)=False declared", why)  # named by the capability it needs
+        name = declared.group(1) if declared else _slug(check)
+        while name in names:
+            name += "+"
+        names.add(name)
         items.append(
-            ConformanceItem.from_parent(session, name=f"refqueue-conformance[{phase}]", target=target, phase=phase)
+            NotCheckedItem.from_parent(
+                session, name=f"refqueue-conformance[not-checked:{name}]", target=target, check=check, why=why
+            )
         )
