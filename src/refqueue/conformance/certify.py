@@ -431,10 +431,10 @@ def _unrepresentable(backend: Backend) -> str | None:
     if backend.make_store is None:
         return None
     from refqueue.conformance.samples import LOCKSTEP_SIZES, unrepresentable
-    from refqueue.conformance.walks import world_graph
+    from refqueue.conformance.walks import KIT_WORLDS
+    from refqueue.model.world import make_world
 
-    world = world_graph().world
-    reach = max(sum(LOCKSTEP_SIZES.values()), sum(world.sizes))
+    reach = max(sum(LOCKSTEP_SIZES.values()), *(sum(make_world(**kw).sizes) for kw in KIT_WORLDS.values()))
     store = backend.make_store()
     try:
         return unrepresentable(store, reach)
@@ -499,54 +499,94 @@ def _construction_phase(
 def _walks_phase(
     cert: Certificate, backend: Backend, profile: Profile, seed: int, steps: int | None, exhaustive: bool, bar: Progress
 ) -> bool:
-    from refqueue.conformance.walks import Coverage, cover, random_walks, world_graph
-
-    from refqueue.conformance.walks import world_limits
-    from refqueue.model.world import make_world
+    from refqueue.conformance.coverage import Reach
+    from refqueue.conformance.walks import KIT_WORLDS, Coverage, WalkResult, cover, kit_world, random_walks
 
     lacking = _lacking_for_walks(backend)
     if lacking:
         cert.phases["walks"] = {"steps": 0, "skipped": f"the world graph needs {', '.join(lacking)}"}
         return True
-    keywords, without, said = world_limits(backend.capabilities)
-    wg = world_graph(make_world(**keywords) if keywords else None, without)
-    coverage = Coverage.of(wg)
-    if exhaustive:
-        bar.start("exhaustive", len(wg.edges))
-        result = cover(
-            backend,
-            coverage=coverage,
-            wg=wg,
-            progress=lambda taken, done: bar.update(taken, f"transitions · {done:,} steps"),
-        )
-        name = "exhaustive"
-    else:
-        bar.start("walks", profile.walks)
-        result = random_walks(
-            backend,
-            walks=profile.walks,
-            length=profile.walk_length,
-            seed=seed,
-            coverage=coverage,
-            wg=wg,
-            progress=lambda walks, done: bar.update(walks, f"walks · {done:,} steps"),
-        )
-        name = "walks"
-    cert.phases[name] = _timed(result.steps, result.seconds, walks=result.walks, replays=result.replays)
-    if result.off_graph:
-        cert.phases[name]["tie_orders_off_graph"] = result.off_graph
-    if result.given_up:
-        cert.phases[name]["transitions_given_up"] = result.given_up
+    name = "exhaustive" if exhaustive else "walks"
+    reach = Reach(backend.capabilities.to_dict())
+    total = WalkResult()
+    worlds: dict[str, dict[str, Any]] = {}
+    said: list[str] = []
+    failure = None
+    for k, world in enumerate(KIT_WORLDS):
+        wg, said = kit_world(world, backend.capabilities)
+        coverage = Coverage.of(wg)
+        label = f"{name} {k + 1}/{len(KIT_WORLDS)} ({world})"
+
+        def note(done: int, walked: int, coverage: Coverage = coverage, unit: str = "") -> str:
+            reach.add(list(coverage.situations))
+            got, possible = reach.counts()
+            return f"{unit} · {walked:,} steps · situations {got}/{possible}"
+
+        if exhaustive:
+            bar.start(label, sum(len(o) for o in wg.out))
+            result = cover(
+                backend,
+                coverage=coverage,
+                wg=wg,
+                progress=lambda taken, done, note=note: bar.update(taken, note(taken, done, unit="transitions")),
+            )
+        else:
+            share = -(-profile.walks // len(KIT_WORLDS))  # the profile's walks, shared among the worlds
+            bar.start(label, share)
+            # Each world gets its own stream of the seed (the same for every run of that seed).
+            result = random_walks(
+                backend,
+                walks=share,
+                length=profile.walk_length,
+                seed=seed * len(KIT_WORLDS) + k,
+                coverage=coverage,
+                wg=wg,
+                progress=lambda walks, done, note=note: bar.update(walks, note(walks, done, unit="walks")),
+            )
+        reach.add(list(coverage.situations))
+        worlds[world] = _graph_coverage(coverage) | {"steps": result.steps, "seconds": round(result.seconds, 2)}
+        earlier = total.steps
+        for field_name in ("steps", "walks", "replays", "off_graph", "given_up"):
+            setattr(total, field_name, getattr(total, field_name) + getattr(result, field_name))
+        total.seconds += result.seconds
+        if result.failure is not None:
+            failure = result.failure
+            total.steps_to_failure = earlier + (result.steps_to_failure or 0)
+            worlds[world]["failed"] = True
+            break
+    got, possible = reach.counts()
+    bar.start(f"{name} situations", possible)
+    bar.update(got, "interesting situations reached", force=True)
+    cert.phases[name] = _timed(total.steps, total.seconds, walks=total.walks, replays=total.replays, worlds=list(worlds))
+    if total.off_graph:
+        cert.phases[name]["tie_orders_off_graph"] = total.off_graph
+    if total.given_up:
+        cert.phases[name]["transitions_given_up"] = total.given_up
     if said:
         cert.phases[name]["reduced_world"] = "; ".join(said)
-    graph = coverage.to_dict()
-    graph["transitions_share"] = f"{100 * graph['transitions'] / graph['transitions_total']:.1f} %"
-    graph["nodes_share"] = f"{100 * graph['nodes'] / graph['nodes_total']:.1f} %"
+    graph: dict[str, Any] = {}
+    for key in ("nodes", "nodes_total", "transitions", "transitions_total"):
+        graph[key] = sum(w[key] for w in worlds.values())
+    graph["actions"] = sorted({a for w in worlds.values() for a in w["actions"]})
+    every = sorted({a for w in worlds.values() for a in w["actions"] + w["actions_never_tried"]})
+    graph["actions_never_tried"] = [a for a in every if a not in graph["actions"]]
+    graph["actions_total"] = len(every)
+    graph["transitions_share"] = f"{100 * graph['transitions'] / max(graph['transitions_total'], 1):.1f} %"
+    graph["nodes_share"] = f"{100 * graph['nodes'] / max(graph['nodes_total'], 1):.1f} %"
+    graph["worlds"] = worlds
     cert.coverage["world_graph"] = graph
-    if result.failure is not None:
-        _fail(cert, name, result.failure, result.steps_to_failure)
+    cert.coverage["situations"] = reach.to_dict()
+    if failure is not None:
+        _fail(cert, name, failure, total.steps_to_failure)
         return False
     return True
+
+
+def _graph_coverage(coverage: Any) -> dict[str, Any]:
+    graph = coverage.to_dict()
+    graph["transitions_share"] = f"{100 * graph['transitions'] / max(graph['transitions_total'], 1):.1f} %"
+    graph["nodes_share"] = f"{100 * graph['nodes'] / max(graph['nodes_total'], 1):.1f} %"
+    return graph
 
 
 def _lockstep_phase(

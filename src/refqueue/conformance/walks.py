@@ -20,6 +20,29 @@ and, in worlds that enable them (the default does not):
     AckCopy/FailCopy  ack/fail with a copy of the lease the consumer gave back (stale: False)
     ProducerCrash(p)  producer p dies before its put (a trace marker; its data is an orphan)
     CollectOrphan(s)  store.scrub(ref) of the orphan s
+    DeadLetter        dead_letter(lease, "poison")
+    ExtendBy((c, s))  extend(lease, s) with another amount than the timeout, live or stale
+
+**The kit's worlds.**  The default world (the one the TLA+ spec agrees with)
+never has three samples live at once, never refuses a re-put, never
+dead-letters by hand, extends only by the timeout and reclaims only when
+something expired.  The kit therefore drives a stated set of bounded worlds
+(``KIT_WORLDS``), each widening the default in one direction:
+
+``agreement``  ``make_world()`` itself (133,944 nodes, 850,536 transitions)
+``wide``       four 1-unit samples under a band of high 3 / low 1: three live
+               at once, pending holding two or three, ties, dead letters at a
+               cap of one delivery, reclaims attempted in every node
+``reput``      the ids ``s0 s1 s0 s1`` with a dedup window of one: re-puts
+               refused within the window and accepted beyond it, producers
+               that give up, orphans collected, ``dead_letter`` by hand
+``timing``     two samples without watermarks, extends by 2 as well as by the
+               timeout (on live and stale leases), ``dead_letter``, reclaims
+               attempted in every node
+
+The walks run the profile's number of walks in each world; ``--exhaustive``
+covers every transition of each.  A backend's capabilities shrink every
+world alike (``world_limits``).
 
 A blocking-put step is ``put_blocks_until_below(ref, abort_when=lambda:
 True)``, the model's ``put_step``: it never leaves the ref parked, while the
@@ -61,13 +84,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refqueue.conformance.contract import Backend
+from refqueue.conformance.coverage import situations_of
 from refqueue.conformance.harness import Divergence, Failure, Harness, ModelConfig
 from refqueue.conformance.shrink import shrink
 from refqueue.model.explorer import StateGraph, build_graph
 from refqueue.model.state import State
-from refqueue.model.world import World, make_world
+from refqueue.model.world import DEAD_LETTER_REASON, World, make_world
 
-__all__ = ["Coverage", "WorldGraph", "WalkResult", "cover", "drivable", "random_walks", "world_graph", "world_limits"]
+__all__ = [
+    "KIT_WORLDS", "Coverage", "WorldGraph", "WalkResult", "cover", "drivable", "kit_world", "random_walks",
+    "world_graph", "world_limits",
+]  # fmt: skip
+
+# The bounded worlds the kit drives, as make_world keywords (see the module docstring).
+KIT_WORLDS: dict[str, dict[str, Any]] = {
+    "agreement": {},
+    "wide": dict(samples=4, consumers=2, high=3, low=1, horizon=2, max_deliveries=1, reclaim_any_time=True),
+    "reput": dict(
+        samples=("s0", "s1", "s0", "s1"), consumers=1, horizon=2, high=2, low=1, dedup_window=1, give_up=True,
+        dead_letter=True,
+    ),
+    "timing": dict(
+        samples=2, consumers=2, horizon=3, high=None, low=None, extend_by=(2,), dead_letter=True, reclaim_any_time=True
+    ),
+}
 
 
 @dataclass
@@ -148,26 +188,46 @@ def _left_out(graph: StateGraph, edge: tuple[int, str, object, int, object], wit
     src, action, _arg, dst, value = edge
     if action in without:
         return True
-    if "DeadLetterAtCap" in without and len(graph.nodes[dst].state.dead) > len(graph.nodes[src].state.dead):
+    if (
+        "DeadLetterAtCap" in without
+        and action != "DeadLetter"
+        and len(graph.nodes[dst].state.dead) > len(graph.nodes[src].state.dead)
+    ):
         return True
     return action == "TryPut" and "TryPutWaits" in without and not getattr(value, "enqueued", True)
 
 
+def kit_world(name: str, capabilities: Any) -> tuple[WorldGraph, list[str]]:
+    """The graph of the kit world ``name`` (``KIT_WORLDS``) as a backend with
+    ``capabilities`` can drive it, and what its capabilities left out."""
+    if name not in KIT_WORLDS:
+        raise ValueError(f"unknown kit world {name!r}; use one of {list(KIT_WORLDS)}")
+    keywords, without, said = world_limits(capabilities)
+    merged = {**KIT_WORLDS[name], **keywords}
+    return world_graph(make_world(**merged) if merged else None, without), said
+
+
 def world_limits(capabilities: Any) -> tuple[dict[str, Any], frozenset[str], list[str]]:
-    """What a backend's capabilities change in the default world: ``make_world``
+    """What a backend's capabilities change in the kit's worlds: ``make_world``
     keywords, the transitions left out (``world_graph``'s ``without``), and
     a sentence for each, for the certificate."""
     world: dict[str, Any] = {}
     without: set[str] = set()
     said: list[str] = []
+    if not capabilities.dedup_window:
+        world["dedup_window"] = 0
+        said.append("no dedup_window: worlds without a dedup window (re-puts are never refused as replays)")
+    if not capabilities.dead_letter:
+        without.add("DeadLetter")
+        said.append("no dead_letter: DeadLetter transitions left out")
     if not capabilities.max_deliveries:
         # The world keeps its cap (without one it never ends: fails redeliver for
         # ever); the queue gets none, and transitions that would dead-letter are left out.
         without.add("DeadLetterAtCap")
         said.append("no max_deliveries: transitions that dead-letter at the cap left out")
     if not capabilities.extend:
-        without.add("Extend")
-        said.append("no extend: Extend transitions left out")
+        without.update(("Extend", "ExtendBy"))
+        said.append("no extend: Extend and ExtendBy transitions left out")
     if not capabilities.injected_clock:
         without.add("Tick")
         said.append("no injected clock: Tick transitions left out (no lease ever expires)")
@@ -187,6 +247,18 @@ class Coverage:
     nodes: set[int] = field(default_factory=set)
     edges: set[int] = field(default_factory=set)
     actions: set[str] = field(default_factory=set)
+    situations: set[str] = field(default_factory=set)  # refqueue.conformance.coverage.SITUATIONS reached
+
+    def take(self, wg: WorldGraph, e: int) -> None:
+        """Transition ``e`` of ``wg`` was taken; a new one is classified into situations."""
+        if e in self.edges:
+            return
+        self.edges.add(e)
+        src, action, arg, dst, value = wg.edges[e]
+        self.nodes.add(dst)
+        self.actions.add(action)
+        nodes = wg.graph.nodes
+        self.situations.update(situations_of(wg.world, nodes[src], action, arg, nodes[dst], value))
 
     @classmethod
     def of(cls, wg: WorldGraph) -> Coverage:
@@ -264,6 +336,7 @@ class _Run:
             high=cfg.high if own_store else None,
             low=cfg.low if own_store else None,
             max_deliveries=cfg.max_deliveries if backend.capabilities.max_deliveries else None,
+            dedup_window=cfg.dedup_window if cfg.dedup_window else None,
         )
         store = None if own_store else {"capacity": cfg.capacity_bytes, "high": cfg.store_high, "low": cfg.store_low}
         self.h = Harness(backend, config, sizes=dict(zip(world.samples, world.sizes)), store=store, clock_start=0.0)
@@ -303,8 +376,16 @@ class _Run:
             if self.wg.world.retain_copies:
                 self.kept[arg] = self.leases[arg]
             self.leases[arg] = None
+        elif action == "DeadLetter":
+            h.dead_letter(self.leases[arg], DEAD_LETTER_REASON)  # type: ignore[index,arg-type]
+            if self.wg.world.retain_copies:
+                self.kept[arg] = self.leases[arg]  # type: ignore[index]
+            self.leases[arg] = None  # type: ignore[index]
         elif action == "Extend":
             h.extend(self.leases[arg], None)
+        elif action == "ExtendBy":
+            consumer, seconds = arg  # type: ignore[misc]
+            h.extend(self.leases[consumer], seconds)
         elif action == "Crash":
             h.crash(self.leases[arg])
             self.leases[arg] = self.handles[arg] = self.kept[arg] = None
@@ -408,9 +489,7 @@ def random_walks(
                     result.failure = _shortest(backend, wg, run, exc)
                     result.seconds = time.perf_counter() - start
                     return result
-                seen.add(e)
-                coverage.nodes.add(edges[e][3])
-                coverage.actions.add(edges[e][1])
+                coverage.take(wg, e)
         finally:
             run.h.dispose()
         result.steps += len(run.h.trace)
@@ -470,9 +549,7 @@ def cover(
             raise
         mark(e)
         if coverage is not None:
-            coverage.edges.add(e)
-            coverage.nodes.add(edges[e][3])
-            coverage.actions.add(edges[e][1])
+            coverage.take(wg, e)
 
     try:
         while remaining:

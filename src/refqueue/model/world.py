@@ -18,6 +18,21 @@ labelled with the TLA+ action name and its argument.  Self-loops (a blocked
 put step that changes nothing, an extend to the same deadline) are left out:
 the TLA+ spec's actions are written with the same enabling conditions.
 
+Kit-world options (``make_world`` keywords whose defaults leave the world the
+TLA+ spec agrees with unchanged; the conformance kit's walks turn them on):
+
+``dedup_window``      the queue remembers that many completed ids (D5): a re-put
+                      within the window is refused as a replay
+``give_up``           a producer whose put is refused (closed, replay) gives up:
+                      ``TryPut(p)`` is a transition whose value is the
+                      ``Rejection``; its data is an orphan (``CollectOrphan``)
+``dead_letter``       a consumer may dead-letter its lease: ``DeadLetter(c)``
+                      (reason ``DEAD_LETTER_REASON``; a stale lease answers False)
+``extend_by``         more heartbeat amounts: ``ExtendBy((c, seconds))``, made on
+                      live and stale leases alike (a stale one answers False)
+``reclaim_any_time``  ``ReclaimExpired`` is enabled in every node, also where
+                      nothing expired (value 0: a self-loop)
+
 ``anchor_consumer=True`` replaces the consumer's stop rule by the anchor's
 (``acquire() is None and is_closed``), to show ``TerminalNoneMeansDrained``
 biting (D3).
@@ -32,7 +47,11 @@ from typing import NamedTuple
 from refqueue.model import actions as A
 from refqueue.model.state import STORED, Config, ModelLease, State, initial_state, make_config
 
-__all__ = ["Consumer", "Memo", "Node", "Transition", "World", "make_world", "initial_node", "successors"]
+__all__ = ["DEAD_LETTER_REASON", "Consumer", "Memo", "Node", "Transition", "World", "make_world", "initial_node", "successors"]
+
+
+# The reason a consumer of a kit world gives dead_letter.
+DEAD_LETTER_REASON = "poison"
 
 
 class Consumer(NamedTuple):
@@ -76,6 +95,10 @@ class World(NamedTuple):
     producers: int = 1
     producer_crash: bool = False  # a producer may die between store put and queue put
     retain_copies: bool = False  # consumers keep a copy of a lease they gave back, and use it later
+    give_up: bool = False  # a producer whose put is refused gives up (kit worlds)
+    dead_letter: bool = False  # consumers may dead-letter their lease (kit worlds)
+    extend_by: tuple[int, ...] = ()  # more extend amounts, made on live and stale leases (kit worlds)
+    reclaim_any_time: bool = False  # ReclaimExpired enabled where nothing expired too (kit worlds)
 
     @property
     def largest(self) -> int:
@@ -97,13 +120,34 @@ def make_world(
     producer_crash: bool = False,
     retain_copies: bool = False,
     anchor_consumer: bool = False,
+    dedup_window: int = 0,
+    give_up: bool = False,
+    dead_letter: bool = False,
+    extend_by: tuple[int, ...] = (),
+    reclaim_any_time: bool = False,
 ) -> World:
     """Bounds with validation.  ``samples`` is a count (ids ``s0, s1, ...``) or
     the ids in production order (a repeated id is a re-put of a completed
     sample, D5); ``sample_bytes`` is one size for all or one per production.
     The store's capacity defaults to all the data (at least the high
     watermark).  Any size up to the capacity is allowed: D8 needs no
-    ``sample_bytes <= low``."""
+    ``sample_bytes <= low``.  The kit-world options (``dedup_window``,
+    ``give_up``, ``dead_letter``, ``extend_by``, ``reclaim_any_time``) are
+    described in the module docstring; their defaults add nothing."""
+    for name, flag in (
+        ("give_up", give_up),
+        ("dead_letter", dead_letter),
+        ("reclaim_any_time", reclaim_any_time),
+        ("producer_crash", producer_crash),
+        ("retain_copies", retain_copies),
+        ("anchor_consumer", anchor_consumer),
+    ):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be a bool, got {flag!r}")
+    if not isinstance(extend_by, tuple) or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in extend_by):
+        raise ValueError(f"extend_by must be a tuple of ints >= 1 (extend amounts), got {extend_by!r}")
+    if isinstance(dedup_window, bool) or not isinstance(dedup_window, int) or dedup_window < 0:
+        raise ValueError(f"dedup_window must be an int >= 0, got {dedup_window!r}; pass 0 for none")
     for name, value, minimum in (
         ("consumers", consumers, 1),
         ("producers", producers, 1),
@@ -136,6 +180,7 @@ def make_world(
         store_low_watermark_bytes=low,
         capacity_bytes=capacity,
         max_deliveries=max_deliveries,
+        dedup_window=dedup_window,
     )
     return World(
         cfg=cfg,
@@ -147,6 +192,10 @@ def make_world(
         producers=producers,
         producer_crash=producer_crash,
         retain_copies=retain_copies,
+        give_up=give_up,
+        dead_letter=dead_letter,
+        extend_by=tuple(sorted(set(extend_by))),
+        reclaim_any_time=reclaim_any_time,
     )
 
 
@@ -177,6 +226,10 @@ def _core_moves(
             if out.error is None and out.state != state:  # a blocked step that changed nothing is a self-loop
                 after = producers[:p] + (None,) + producers[p + 1 :] if out.value.enqueued else producers
                 moves.append(("TryPut", p, out.state, out.value, after, produced))
+            elif out.error is not None and world.give_up:
+                # refused (closed, a replay): the producer gives up; its data is an orphan
+                idle = producers[:p] + (None,) + producers[p + 1 :]
+                moves.append(("TryPut", p, state, out.error, idle, produced))
             if world.producer_crash:
                 idle = producers[:p] + (None,) + producers[p + 1 :]
                 moves.append(("ProducerCrash", p, A.abort_put(cfg, state, sid).state, None, idle, produced))
@@ -186,14 +239,14 @@ def _core_moves(
             if out.error is None:
                 held = producers[:p] + (sid,) + producers[p + 1 :]
                 moves.append(("StorePut", p, out.state, None, held, produced + 1))
-    if world.producer_crash:
+    if world.producer_crash or world.give_up:
         for sid, r in zip(state.ids, state.recs):
             if r.status == STORED and sid not in producers:
                 out = A.drop(cfg, state, sid)
                 if out.error is None:
                     moves.append(("CollectOrphan", sid, out.state, None, producers, produced))
     # environment
-    if A.expired(state):
+    if world.reclaim_any_time or A.expired(state):
         out = A.reclaim_expired(cfg, state)
         moves.append(("ReclaimExpired", None, out.state, out.value, producers, produced))
     if not state.closed:
@@ -215,6 +268,8 @@ class _LeaseMoves(NamedTuple):
     ack: A.Outcome
     fail: A.Outcome
     extend: A.Outcome | None  # None: not live, or the deadline would not move
+    dead_letter: A.Outcome | None = None  # with world.dead_letter
+    extend_by: tuple[tuple[int, A.Outcome], ...] = ()  # (seconds, outcome) per world.extend_by amount
 
 
 def _lease_moves(world: World, state: State, lease: ModelLease) -> _LeaseMoves:
@@ -228,6 +283,8 @@ def _lease_moves(world: World, state: State, lease: ModelLease) -> _LeaseMoves:
         A.ack(cfg, state, lease),
         A.fail(cfg, state, lease),
         extend,
+        A.dead_letter(cfg, state, lease, DEAD_LETTER_REASON) if world.dead_letter else None,
+        tuple((seconds, A.extend(cfg, state, lease, seconds)) for seconds in world.extend_by),
     )
 
 
@@ -295,6 +352,11 @@ def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[T
             done = _consumer((None, False, False, lease if retain else None))
             yield _transition(("Ack", c, moved(c, done, moves.ack.state), moves.ack.value))
             yield _transition(("Fail", c, moved(c, done, moves.fail.state), moves.fail.value))
+            if moves.dead_letter is not None:
+                out = moves.dead_letter
+                yield _transition(("DeadLetter", c, moved(c, done, out.state), out.value))
         if moves.extend is not None:
             yield _transition(("Extend", c, moved(c, me, moves.extend.state), moves.extend.value))
+        for seconds, out in moves.extend_by:
+            yield _transition(("ExtendBy", (c, seconds), moved(c, me, out.state), out.value))
         yield _transition(("Crash", c, moved(c, IDLE), None))
