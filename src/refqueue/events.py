@@ -321,3 +321,98 @@ def read_jsonl(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
                     raise ValueError(f"{path}:{number}: a JSON {type(record).__name__}, not an event object")
                 records.append(record)
     return records
+
+
+class RecordedBackend:
+    """Record the calls of any queue backend of docs/API.md from outside.
+
+    For a backend with no event hooks of its own (a conformance-kit backend,
+    a mutant): each call runs under this wrapper's lock and then emits the
+    record of what it returned, so ``seq`` order is call order.  ``config``
+    is what the backend was built with (``visibility_timeout``,
+    ``max_deliveries``, ``dedup_window``, watermarks); ``clock`` is the
+    backend's clock (read for ``t``).  A ``reclaim`` record carries only the
+    ``count`` (a backend does not say which leases it took back), which
+    trace-check compares with the model's.
+    """
+
+    def __init__(self, backend: Any, log: EventLog, clock: Any, **config: Any) -> None:
+        if not isinstance(log, EventLog):
+            raise TypeError(f"RecordedBackend(log) must be an EventLog, got {log!r}")
+        if not callable(getattr(clock, "now", None)):
+            raise TypeError(f"RecordedBackend(clock) needs a clock with now(), got {clock!r}; pass the backend's clock")
+        self.backend = backend
+        self._log = log
+        self._clock = clock
+        self._lock = threading.Lock()
+        vt = config.get("visibility_timeout", 30.0)
+        self._vt = float(getattr(vt, "seconds", vt))
+        store = getattr(backend, "_store", None)
+        self._q = log.register("queue", {
+            "ev": "open", "t": clock.now(), "epoch": backend.epoch, "store": getattr(store, "uri", None),
+            "visibility_timeout": self._vt, "high": config.get("high_watermark_bytes"),
+            "low": config.get("low_watermark_bytes"), "store_high": None, "store_low": None,
+            "capacity_bytes": None, "max_deliveries": config.get("max_deliveries"),
+            "dedup_window": config.get("dedup_window", 0), "fifo": True,
+        })
+
+    def _emit(self, record: dict[str, Any]) -> None:
+        record["q"] = self._q
+        record.setdefault("t", self._clock.now())
+        self._log.emit(record)
+
+    def put(self, ref: Any) -> None:
+        with self._lock:
+            self.backend.put(ref)
+            self._emit({"ev": "put", "sample": ref.sample_id})
+
+    def acquire(self, poll_interval: float = 0.05) -> Any:
+        with self._lock:
+            now = self._clock.now()
+            lease = self.backend.acquire_nowait()
+            if lease is None:
+                self._emit({"ev": "acquire", "t": now, "sample": None})
+            else:
+                self._emit({"ev": "acquire", "t": now, "sample": lease.ref.sample_id, "lease": lease.lease_id,
+                            "redeliveries": lease.redelivery_count, "deadline": lease.deadline})
+            return lease
+
+    acquire_nowait = acquire
+
+    def _lease_call(self, ev: str, lease: Any, *args: Any) -> bool:
+        with self._lock:
+            before = len(self.backend.dead_letters()) if ev == "fail" else 0
+            live = getattr(self.backend, ev)(lease, *args)
+            record = {"ev": ev, "sample": lease.ref.sample_id, "lease": lease.lease_id, "live": bool(live)}
+            if ev == "fail" and live:
+                record["dead"] = len(self.backend.dead_letters()) > before
+            if ev == "extend" and live:
+                record["seconds"] = args[0] if args and args[0] is not None else self._vt
+            if ev == "dead_letter":
+                record["reason"] = args[0]
+            self._emit(record)
+            return live
+
+    def ack(self, lease: Any) -> bool:
+        return self._lease_call("ack", lease)
+
+    def fail(self, lease: Any) -> bool:
+        return self._lease_call("fail", lease)
+
+    def dead_letter(self, lease: Any, reason: str) -> bool:
+        return self._lease_call("dead_letter", lease, reason)
+
+    def extend(self, lease: Any, seconds: float | None = None) -> bool:
+        return self._lease_call("extend", lease, seconds)
+
+    def reclaim_expired(self) -> int:
+        with self._lock:
+            now = self._clock.now()
+            count = self.backend.reclaim_expired()
+            self._emit({"ev": "reclaim", "t": now, "count": count})
+            return count
+
+    def close(self) -> None:
+        with self._lock:
+            self.backend.close()
+            self._emit({"ev": "close"})

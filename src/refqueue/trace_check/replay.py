@@ -393,16 +393,23 @@ class QueueReplay:
         return None
 
     def _reclaim(self, record: dict[str, Any]) -> str | None:
-        samples = list(_field(record, "samples"))
         state = self.state
         expected = [state.ids[i] for i in A.expired(state)]
-        if samples != expected:
-            return (f"reclaim at t={state.now!r} took back {samples}; the model takes back {expected} "
-                    f"(every lease with deadline <= now, by deadline, ties by sample id)")
+        if "samples" not in record:  # a RecordedBackend: only the count is known
+            count = _field(record, "count")
+            if count != len(expected):
+                return (f"reclaim at t={state.now!r} took back {count} lease(s); the model takes back "
+                        f"{len(expected)}: {expected} (every lease with deadline <= now)")
+            samples = expected
+        else:
+            samples = list(record["samples"])
+            if samples != expected:
+                return (f"reclaim at t={state.now!r} took back {samples}; the model takes back {expected} "
+                        f"(every lease with deadline <= now, by deadline, ties by sample id)")
         completed = state.completed
         out = A.reclaim_expired(self.cfg, state)
         dead = [s for s in samples if (r := A.rec_of(out.state, s)) is not None and r.status == DEAD]
-        if dead != list(record.get("dead") or ()):
+        if "samples" in record and dead != list(record.get("dead") or ()):
             return f"reclaim dead-lettered {record.get('dead')}; the model dead-letters {dead} (max_deliveries)"
         for sample in dead:
             problem = self._finish_scrub(sample, True)
