@@ -25,29 +25,58 @@ __all__ = [
     "check_optional_count",
     "check_optional_callable",
     "describe",
+    "safe_repr",
 ]
 
 # The longest duration any call takes: the longest wait threading accepts.
 MAX_SECONDS: float = threading.TIMEOUT_MAX
 
 
+# How much of a rejected value's repr a message shows.
+_REPR_LIMIT = 2000
+
+
+def safe_repr(value: object) -> str:
+    """``repr(value)``, cut to 2,000 characters; never raises (a repr that
+    raises, or overflows the stack on deep nesting, is described instead)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 600:
+        return f"<an int of {value.bit_length()} bits>"  # its repr may exceed the int-to-str limit
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"<a {type(value).__name__} nested too deeply to show>"
+    except Exception as exc:  # a hostile __repr__: the message still names the type
+        return f"<a {type(value).__name__} whose repr raised {type(exc).__name__}>"
+    return text if len(text) <= _REPR_LIMIT else text[: _REPR_LIMIT - 3] + "..."
+
+
 def describe(value: object) -> str:
-    """``value!r (type)``, the way every message shows a rejected value."""
-    return f"{value!r} ({type(value).__name__})"
+    """``value!r (type)``, the way every message shows a rejected value
+    (the repr cut to 2,000 characters; see ``safe_repr``)."""
+    return f"{safe_repr(value)} ({type(value).__name__})"
+
+
+def _finite_seconds(what: str, value: int | float, fix: str) -> float:
+    """A finite number of seconds > 0 and <= ``MAX_SECONDS`` (an int of any
+    size is compared exactly, never converted first: 10**400 has no float)."""
+    if isinstance(value, int):
+        if value <= 0:
+            raise ValueError(f"{what} must be finite and > 0, got {safe_repr(value)}; {fix}")
+    elif not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{what} must be finite and > 0, got {value!r}; {fix}")
+    if value > MAX_SECONDS:
+        raise ValueError(
+            f"{what} must be at most threading.TIMEOUT_MAX = {MAX_SECONDS!r} s, got {safe_repr(value)}; "
+            f"pass a number of seconds no larger than that"
+        )
+    return float(value)
 
 
 def check_seconds(what: str, value: object) -> float:
     """A finite number of seconds, > 0 and <= ``MAX_SECONDS``; returns it as a float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, got {describe(value)}; pass e.g. 0.05")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{what} must be finite and > 0, got {value!r}; pass a positive number of seconds")
-    if value > MAX_SECONDS:
-        raise ValueError(
-            f"{what} must be at most threading.TIMEOUT_MAX = {MAX_SECONDS!r} s, got {value!r}; "
-            f"pass a number of seconds no larger than that"
-        )
-    return float(value)
+    return _finite_seconds(what, value, "pass a positive number of seconds")
 
 
 def check_poll_interval(what: str, value: object) -> float:
@@ -55,9 +84,14 @@ def check_poll_interval(what: str, value: object) -> float:
     with no timeout); returns it as a float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, got {describe(value)}; pass e.g. 0.05")
-    if math.isnan(value) or value <= 0:
+    if isinstance(value, int) and value > MAX_SECONDS:  # compared exactly: 10**400 has no float
         raise ValueError(
-            f"{what} must be > 0, got {value!r}; pass a positive number of seconds, or math.inf to wait "
+            f"{what} must be at most threading.TIMEOUT_MAX = {MAX_SECONDS!r} s, got {safe_repr(value)}; pass a "
+            f"number of seconds no larger than that, or math.inf to wait with no timeout"
+        )
+    if (not isinstance(value, int) and math.isnan(value)) or value <= 0:
+        raise ValueError(
+            f"{what} must be > 0, got {safe_repr(value)}; pass a positive number of seconds, or math.inf to wait "
             f"with no timeout"
         )
     if MAX_SECONDS < value < math.inf:
@@ -73,7 +107,7 @@ def check_count(what: str, value: object, minimum: int, fix: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be an int, got {describe(value)}; {fix}")
     if value < minimum:
-        raise ValueError(f"{what} must be >= {minimum}, got {value}; {fix}")
+        raise ValueError(f"{what} must be >= {minimum}, got {safe_repr(value)}; {fix}")
     return value
 
 
@@ -84,7 +118,7 @@ def check_optional_count(what: str, value: object, minimum: int, fix: str) -> in
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be an int or None, got {describe(value)}; {fix}")
     if value < minimum:
-        raise ValueError(f"{what} must be >= {minimum}, got {value}; {fix}")
+        raise ValueError(f"{what} must be >= {minimum}, got {safe_repr(value)}; {fix}")
     return value
 
 

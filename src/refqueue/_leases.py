@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from refqueue._checks import MAX_SECONDS
+from refqueue._checks import MAX_SECONDS, describe, safe_repr
 from refqueue.refs import MAX_INT, SampleRef, load_json
 
 __all__ = ["VisibilityTimeout", "Lease", "DeadLetter", "mint_lease", "MAX_DELIVERIES_REASON"]
@@ -44,8 +44,13 @@ def _next_lease_id() -> int:
 
 def _check_number(what: str, value: object, fix: str) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number of seconds, got {value!r} ({type(value).__name__}); {fix}")
-    if not math.isfinite(value):
+        raise TypeError(f"{what} must be a number of seconds, got {describe(value)}; {fix}")
+    if isinstance(value, int):
+        try:
+            float(value)
+        except OverflowError:  # an int beyond float range: no finite number of seconds
+            raise ValueError(f"{what} must be finite, got {safe_repr(value)}, which no float holds; {fix}") from None
+    elif not math.isfinite(value):
         raise ValueError(f"{what} must be finite, got {value!r}; {fix}")
 
 

@@ -208,7 +208,12 @@ def _short(value: object) -> str:
     """``repr(value)``, cut to 80 characters (a huge int's repr may not even exist)."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
         return f"an int of {value.bit_length()} bits"
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"<a {type(value).__name__} nested too deeply to show>"
+    except Exception as exc:  # a hostile __repr__
+        return f"<a {type(value).__name__} whose repr raised {type(exc).__name__}>"
     return text if len(text) <= 80 else text[:77] + "..."
 
 

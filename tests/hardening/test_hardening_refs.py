@@ -164,3 +164,40 @@ def test_assert_no_tensors_accepts_nesting_up_to_the_bound():
     for _ in range(MAX_NESTING - 1):
         value = {"k": value}
     assert_no_tensors(value)
+
+
+# -- found by the fuzz suite: messages that could not be written ------------------------------------
+
+
+class ReprRaises:
+    def __repr__(self) -> str:
+        raise RuntimeError("hostile __repr__")
+
+
+def plain_deep_list(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("value", [plain_deep_list(100_000), ReprRaises()], ids=["deep-list", "repr-raises"])
+def test_a_rejected_value_whose_repr_fails_is_still_named_by_its_type(value):
+    from refqueue.queue import SampleRefQueue
+    from refqueue.store import FeatureStore
+
+    with pytest.raises(TypeError, match=rf"^SampleRefQueue\(store\) needs a refqueue.store.FeatureStore, got <a "
+                                        rf"{type(value).__name__} "):
+        SampleRefQueue(value)
+    assert FeatureStore  # the import the message names
+
+
+@pytest.mark.parametrize("seconds", [10**400, -(10**400)], ids=["10**400", "-10**400"])
+def test_an_int_beyond_float_range_is_a_value_error_not_an_overflow(seconds):
+    from refqueue._checks import check_poll_interval, check_seconds
+
+    for check in (check_seconds, check_poll_interval):
+        with pytest.raises(ValueError, match=r"^x must be (at most threading.TIMEOUT_MAX|finite and > 0|> 0)"):
+            check("x", seconds)
+    with pytest.raises(ValueError, match=r"^VisibilityTimeout.seconds must be finite, got <an int of \d+ bits>"):
+        VisibilityTimeout(seconds)
