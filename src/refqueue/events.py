@@ -242,6 +242,11 @@ class EventLog:
         return self._sinks
 
     @property
+    def pid(self) -> int:
+        """The process id stamped on this log's records."""
+        return self._pid
+
+    @property
     def seq(self) -> int:
         """The last sequence number given out (0: nothing emitted yet)."""
         return self._seq

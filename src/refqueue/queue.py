@@ -687,6 +687,21 @@ class SampleRefQueue:
 
     # -- observers -----------------------------------------------------------------
 
+    def metrics(self) -> dict[str, Any]:
+        """Counters and gauges of this queue folded from its events
+        (``refqueue.metrics``): needs a ``refqueue.metrics.Metrics`` among the
+        sinks of the queue's ``EventLog``."""
+        from refqueue.metrics import Metrics
+
+        log = self._event_log
+        sink = None if log is None else next((s for s in log.sinks if isinstance(s, Metrics)), None)
+        if sink is None:
+            raise ValueError(
+                "SampleRefQueue.metrics() folds the queue's events, but its event log has no Metrics sink; "
+                "build the queue with events=EventLog(refqueue.metrics.Metrics(), ...)"
+            )
+        return sink.snapshot(self._qid, log.pid)  # type: ignore[union-attr]
+
     @property
     def event_log(self) -> EventLog | None:
         """The ``EventLog`` this queue records into (``events=``), or None."""
