@@ -62,6 +62,15 @@ def _seconds(what: str, value: object) -> float:
     return float(value)
 
 
+def _poll(value: object) -> float:
+    """A poll interval: seconds as ``_seconds``, or ``math.inf`` (no timeout)."""
+    return math.inf if isinstance(value, float) and value == math.inf else _seconds("poll_interval", value)
+
+
+def _wait(condition: threading.Condition, remaining: float) -> None:
+    condition.wait(None if remaining == math.inf else remaining)
+
+
 class SqliteQueue:
     """``SampleRefQueue``'s public API (docs/API.md) over an in-memory SQLite database."""
 
@@ -135,7 +144,7 @@ class SqliteQueue:
         """Steps of the hysteresis (D4) on the effective residency (D8) until the ref
         is admitted; waits between steps, parked, for a change of room or
         ``poll_interval``."""
-        poll = _seconds("poll_interval", poll_interval)
+        poll = _poll(poll_interval)
         parked = [0]  # bytes this call has parked (0 or the ref's), read and written under the lock
         try:
             while True:
@@ -154,7 +163,7 @@ class SqliteQueue:
                         if not news:
                             seen = self._room_changes  # its own parking is no news to it
                     while self._room_changes == seen and (remaining := deadline - time.monotonic()) > 0:
-                        self._room.wait(remaining)
+                        _wait(self._room, remaining)
         finally:
             if parked[0]:
                 with self._lock:
@@ -215,7 +224,7 @@ class SqliteQueue:
     # -- consumers -----------------------------------------------------------------------
 
     def acquire(self, poll_interval: float = 0.05) -> Lease | None:
-        deadline = time.monotonic() + _seconds("poll_interval", poll_interval)
+        deadline = time.monotonic() + _poll(poll_interval)
         with self._lock:
             while True:
                 lease = self._acquire_nowait()
@@ -224,7 +233,7 @@ class SqliteQueue:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return None
-                self._ready.wait(remaining)
+                _wait(self._ready, remaining)
 
     def acquire_nowait(self) -> Lease | None:
         with self._lock:
@@ -329,6 +338,13 @@ class SqliteQueue:
             for (sample_id,) in due:
                 self._requeue_nowait(sample_id)
             return len(due)
+
+    def __enter__(self) -> SqliteQueue:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop_reclaimer()
+        self.close()
 
     def close(self) -> None:
         with self._lock:

@@ -23,6 +23,13 @@ class SeedApiQueue:
     def put_blocks_until_below(self, ref: Any, poll_interval: float = 0.05) -> None:
         self._q.put_blocks_until_below(ref, poll_interval=poll_interval)
 
+    # `with queue:` (dunders are looked up on the type, so __getattr__ cannot forward them)
+    def __enter__(self) -> "SeedApiQueue":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._q.__exit__(*exc_info)
+
     def __getattr__(self, name: str) -> Any:
         if name in _HIDDEN:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

@@ -53,7 +53,20 @@ def _check_seconds(what: str, value: object) -> float:
         raise TypeError(f"{what} must be a number of seconds, got {value!r} ({type(value).__name__})")
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{what} must be finite and > 0, got {value!r}; pass a positive number of seconds")
+    if value > threading.TIMEOUT_MAX:
+        raise ValueError(f"{what} must be at most threading.TIMEOUT_MAX ({threading.TIMEOUT_MAX}), got {value!r}")
     return float(value)
+
+
+def _check_poll(what: str, value: object) -> float:
+    """A poll interval: as ``_check_seconds``, or ``math.inf`` (wait with no timeout)."""
+    if isinstance(value, float) and value == math.inf:
+        return value
+    return _check_seconds(what, value)
+
+
+def _wait(condition: threading.Condition, remaining: float) -> None:
+    condition.wait(None if remaining == math.inf else remaining)
 
 
 @dataclass(frozen=True)
@@ -217,9 +230,10 @@ class BaseQueue:
             self._completed.append(sample_id)
 
     def _finish(self, entry: _Entry, reason: str | None) -> None:
-        """Ack (reason None) or dead-letter: the sample leaves, its data is scrubbed."""
-        del self._entries[entry.ref.sample_id]
+        """Ack (reason None) or dead-letter: the sample leaves, its data is scrubbed.
+        The scrub runs first: a scrub that raises leaves everything as it was."""
         self._store.scrub(entry.ref)
+        del self._entries[entry.ref.sample_id]
         if reason is not None:
             self._dead.append(DeadLetter(entry.ref, reason, entry.deliveries))
         self._remember(entry.ref.sample_id)
@@ -227,12 +241,15 @@ class BaseQueue:
         self._room.notify_all()
 
     def _requeue(self, entry: _Entry) -> None:
-        """Fail or reclaim: back to the tail, or dead-lettered at max_deliveries."""
-        entry.lease, entry.deadline = None, None
-        entry.redeliveries += 1
+        """Fail or reclaim: back to the tail, or dead-lettered at max_deliveries
+        (the scrub first: a scrub that raises leaves the lease as it was)."""
         if self._max_deliveries is not None and entry.deliveries >= self._max_deliveries:
             self._finish(entry, "max_deliveries")
+            entry.lease, entry.deadline = None, None
+            entry.redeliveries += 1
             return
+        entry.lease, entry.deadline = None, None
+        entry.redeliveries += 1
         self._pending.append(entry.ref.sample_id)
         self._ready.notify()
 
@@ -278,7 +295,7 @@ class BaseQueue:
     def put_blocks_until_below(
         self, ref: SampleRef, poll_interval: float = 0.05, abort_when: Callable[[], bool] | None = None
     ) -> None:
-        _check_seconds("poll_interval", poll_interval)
+        _check_poll("poll_interval", poll_interval)
         parked = _Parked(getattr(ref, "estimated_bytes", 0))
         try:
             while True:
@@ -298,7 +315,7 @@ class BaseQueue:
                         if not news:
                             seen = self._room_changes  # our own parking is no news to us
                     while self._room_changes == seen and (remaining := deadline - time.monotonic()) > 0:
-                        self._room.wait(remaining)
+                        _wait(self._room, remaining)
         finally:
             with self._lock:
                 self._unpark(parked)
@@ -350,7 +367,7 @@ class BaseQueue:
     # -- the consumer --------------------------------------------------------------
 
     def acquire(self, poll_interval: float = 0.05) -> Lease | None:
-        _check_seconds("poll_interval", poll_interval)
+        _check_poll("poll_interval", poll_interval)
         deadline = time.monotonic() + poll_interval
         with self._lock:
             while True:
@@ -360,7 +377,7 @@ class BaseQueue:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return None
-                self._ready.wait(remaining)
+                _wait(self._ready, remaining)
 
     def acquire_nowait(self) -> Lease | None:
         with self._lock:
@@ -401,8 +418,8 @@ class BaseQueue:
             entry = self._live(lease)
             if entry is None:
                 return False
-            entry.lease, entry.deadline = None, None
             self._finish(entry, reason)
+            entry.lease, entry.deadline = None, None
             return True
 
     def extend(self, lease: Lease, seconds: float | None = None) -> bool:
@@ -430,6 +447,13 @@ class BaseQueue:
             self._ready.notify_all()
             self._room_changes += 1
             self._room.notify_all()
+
+    def __enter__(self) -> BaseQueue:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop_reclaimer()
+        self.close()
 
     # -- observers -----------------------------------------------------------------
 

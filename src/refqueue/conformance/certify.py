@@ -202,6 +202,26 @@ class Certificate:
                 f"- actions: {len(graph['actions'])} of {graph['actions_total']} "
                 f"(never tried: {', '.join(graph['actions_never_tried']) or 'none'})",
             ]
+            for world, w in graph.get("worlds", {}).items():
+                lines.append(
+                    f"  - world {world}: {w['transitions']:,} of {w['transitions_total']:,} transitions "
+                    f"({w['transitions_share']}), {w['nodes']:,} of {w['nodes_total']:,} nodes ({w['nodes_share']})"
+                )
+        situations = self.coverage.get("situations")
+        if situations:
+            lines += [
+                "",
+                "## Interesting situations reached",
+                "",
+                f"- {situations['reached_count']} of {situations['total']} ({situations['share']}); "
+                f"never reached: {', '.join(situations['never_reached']) or 'none'}",
+                "",
+                "| situation | reached | what |",
+                "|---|---|---|",
+            ]
+            for name, what in situations["what"].items():
+                mark = "yes" if name in situations["reached"] else situations["out_of_reach"].get(name, "no")
+                lines.append(f"| {name} | {mark} | {what} |")
         ops = self.coverage.get("lockstep")
         if ops:
             lines += [
@@ -314,7 +334,7 @@ def _construction_failure(
 # -- the whole run ---------------------------------------------------------------------
 
 
-PHASES = ("construction", "walks", "lockstep", "threads", "producers", "blocking")
+PHASES = ("construction", "walks", "calls", "lockstep", "threads", "producers", "blocking")
 
 
 def certify(
@@ -380,6 +400,7 @@ def certify(
     runners = {
         "construction": _construction_phase,
         "walks": _walks_phase,
+        "calls": _calls_phase,
         "lockstep": _lockstep_phase,
         "threads": _threads_phase,
         "producers": _producers_phase,
@@ -587,6 +608,73 @@ def _graph_coverage(coverage: Any) -> dict[str, Any]:
     graph["transitions_share"] = f"{100 * graph['transitions'] / max(graph['transitions_total'], 1):.1f} %"
     graph["nodes_share"] = f"{100 * graph['nodes'] / max(graph['nodes_total'], 1):.1f} %"
     return graph
+
+
+def _calls_phase(
+    cert: Certificate, backend: Backend, profile: Profile, seed: int, steps: int | None, exhaustive: bool, bar: Progress
+) -> bool:
+    from refqueue.conformance.calls import CHECKS, check_calls
+
+    bar.start("calls", len(CHECKS))
+    report = check_calls(backend)
+    bar.update(len(report.checks) + len(report.not_run), "checks", force=True)
+    cert.phases["calls"] = _timed(
+        report.steps,
+        report.seconds,
+        checks={name: c["what"] for name, c in report.checks.items()},
+        check_seconds={name: c["seconds"] for name, c in report.checks.items()},
+        not_run=dict(report.not_run),
+    )
+    not_checked = getattr(cert, "not_checked", None)
+    if isinstance(not_checked, list):
+        not_checked.extend({"check": f"calls: {name}", "why": why} for name, why in report.not_run.items())
+    if report.ok:
+        return True
+    earlier = sum(int(p.get("steps", 0)) for name, p in cert.phases.items() if name != "calls")
+    cert.failure = {
+        "phase": "calls",
+        "message": report.failure,
+        "steps_to_failure": earlier + report.steps,
+        "phase_steps_to_failure": report.steps,
+        "trace_steps": 0,
+        "check": report.failed_check,
+    }
+    cert.counterexample = _render_calls(cert, report)
+    return False
+
+
+def _render_calls(cert: Certificate, report: Any) -> str:
+    """A pytest module that runs the failing check of the calls phase again."""
+    doc = [
+        f"Counterexample: {cert.backend} does not answer a call as docs/API.md says.",
+        "",
+        *str(report.failure).splitlines(),
+        "",
+        f"Found by the refqueue conformance kit {cert.kit_version} (profile {cert.profile}, seed {cert.seed}, "
+        f"phase calls).",
+        "This test runs the failing check again on a fresh queue; every wait in it is bounded.",
+    ]
+    doc = [line.replace("\\", "\\\\").replace('"""', "'''") for line in doc]
+    lines = [
+        '"""' + doc[0],
+        *doc[1:],
+        "",
+        "Replay: python -m pytest <this file>  (from the directory the backend's module imports from)",
+        '"""',
+        "",
+        "from refqueue.conformance.calls import check_calls",
+        "from refqueue.conformance.contract import load_backend",
+        "",
+        "# Imported here, not in the test: a backend that cannot be imported is an error, never a pass.",
+        f"BACKEND = load_backend({cert.backend!r})",
+        "",
+        "",
+        "def test_counterexample():",
+        f"    report = check_calls(BACKEND, checks=({report.failed_check!r},))",
+        "    assert report.ok, report.failure",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def _lockstep_phase(

@@ -252,6 +252,10 @@ def summary(cert: Any, paths: dict[str, Any]) -> str:
             for check, why in p.get("not_run", {}).items():
                 lines.append(f"  {'':<13} {check:<26} not run: {why}")
             continue
+        if name == "calls":
+            not_run = f"; not run: {', '.join(p['not_run'])}" if p.get("not_run") else ""
+            lines.append(f"  {name:<13} {len(p['checks'])} checks, {p['steps']:,} calls, {p['seconds']} s{not_run}")
+            continue
         what = f"{p['examples']:,} examples" if name == "lockstep" else f"{p['walks']:,} walks"
         if p.get("replays"):
             what += f" ({p['replays']:,} replays)"
@@ -264,6 +268,12 @@ def summary(cert: Any, paths: dict[str, Any]) -> str:
             f"({graph['transitions_share']}), {graph['nodes']:,}/{graph['nodes_total']:,} nodes ({graph['nodes_share']}), "
             f"{len(graph['actions'])}/{graph['actions_total']} actions "
             f"(never tried: {', '.join(graph['actions_never_tried']) or 'none'})"
+        )
+    situations = cert.coverage.get("situations")
+    if situations:
+        lines.append(
+            f"  {'':<13} situations: {situations['reached_count']}/{situations['total']} interesting situations "
+            f"reached ({situations['share']}; never reached: {', '.join(situations['never_reached']) or 'none'})"
         )
     ops = cert.coverage.get("lockstep")
     if ops:
