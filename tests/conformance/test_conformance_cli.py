@@ -27,7 +27,7 @@ def test_certify_passes_and_writes_the_certificate(tmp_path, monkeypatch, capsys
     assert data["examples"] >= 5 and data["steps"] > 0
     assert set(data["coverage"]["world_graph"]) >= {"transitions", "transitions_total", "actions_never_tried"}
     assert data["capabilities"]["fifo"] is True
-    assert list(data["phases"]) == ["construction", "walks", "lockstep", "threads", "producers", "blocking"]
+    assert list(data["phases"]) == ["construction", "walks", "calls", "lockstep", "threads", "producers", "blocking"]
     assert list(data["phases"]["producers"]["checks"]) == ["deadlock", "orphan", "stress"]
     assert "  producers     3 checks (deadlock, orphan, stress), 22 blocking puts, slowest " in out
     assert "  blocking      11 checks, slowest wakeup " in out

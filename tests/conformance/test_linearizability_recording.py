@@ -62,7 +62,7 @@ def test_certify_rejects_the_acquire_race_in_the_threads_phase_only(tmp_path, ca
     out = capsys.readouterr().out
     assert rc == 1, out
     data = json.loads((tmp_path / "conformance_mutants_acquire_race_make.json").read_text())
-    assert list(data["phases"]) == ["construction", "walks", "lockstep", "threads"]
+    assert list(data["phases"]) == ["construction", "walks", "calls", "lockstep", "threads"]
     failure = data["failure"]
     assert failure["phase"] == "threads"
     assert failure["message"].startswith("history ") and " is not linearizable: after the longest" in failure["message"]
