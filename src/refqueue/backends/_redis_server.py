@@ -1,0 +1,142 @@
+"""A throwaway ``redis-server`` on a free loopback port, for the conformance
+factory and the tests: ``RedisServer().start()`` ... ``stop()``.
+
+The server listens on 127.0.0.1 only.  ``start`` returns once the server
+says "Ready to accept connections" on its log (read from its stdout, with a
+bounded wait), not after a guessed delay; a port taken between choosing it
+and binding it is retried with another.  ``persistent=True`` turns on the
+append-only file with ``appendfsync always`` in ``directory`` (for tests
+that kill and restart the server); otherwise nothing is written to disk.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+__all__ = ["RedisServer", "RedisServerError", "redis_server_binary"]
+
+_READY = b"Ready to accept connections"
+
+
+class RedisServerError(RuntimeError):
+    """``redis-server`` is missing or did not start."""
+
+
+def redis_server_binary() -> str | None:
+    """The path of ``redis-server``, or None when it is not installed."""
+    return shutil.which("redis-server")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    """One ``redis-server`` process on ``127.0.0.1:port``."""
+
+    def __init__(self, *, persistent: bool = False, directory: str | None = None, port: int | None = None) -> None:
+        if persistent and directory is None:
+            raise ValueError("RedisServer(persistent=True) needs directory=, the folder for the append-only file")
+        self.persistent = persistent
+        self.directory = directory
+        self.port = port
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def _command(self, port: int) -> list[str]:
+        binary = redis_server_binary()
+        if binary is None:
+            raise RedisServerError(
+                "redis-server is not installed (not on PATH); install Redis 7 (apt-get install redis-server) "
+                "or pass url= to a running server"
+            )
+        command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--protected-mode", "yes"]
+        if self.persistent:
+            command += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.directory)]
+        else:
+            command += ["--appendonly", "no"]
+        return command
+
+    def start(self, timeout: float = 20.0) -> RedisServer:
+        """Start the server (again, on the same port, after ``kill``) and wait until it is ready."""
+        attempts = 1 if self.port is not None else 5
+        last = ""
+        for _ in range(attempts):
+            port = self.port if self.port is not None else _free_port()
+            process = subprocess.Popen(
+                self._command(port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+            ok, last = _wait_ready(process, timeout)
+            if ok:
+                self.port, self.process = port, process
+                return self
+            process.kill()
+            process.wait()
+        raise RedisServerError(f"redis-server did not start on 127.0.0.1: {last[-2000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL the server (a crash: nothing is flushed beyond what appendfsync wrote)."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()  # the log reader ends at the pipe's EOF
+            self.process = None
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL if it does not exit in 10 s)."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_ready(process: subprocess.Popen[bytes], timeout: float) -> tuple[bool, str]:
+    """Read the server's log until it is ready, exits, or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    fd = process.stdout.fileno()  # type: ignore[union-attr]
+    seen = b""
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False, seen.decode(errors="replace") + " (timed out)"
+        readable, _, _ = select.select([fd], [], [], remaining)
+        if not readable:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:  # the server exited
+            process.wait()
+            return False, seen.decode(errors="replace")
+        seen += chunk
+        if _READY in seen:
+            _drain_in_background(process)
+            return True, ""
+
+
+def _drain_in_background(process: subprocess.Popen[bytes]) -> None:
+    """Keep reading the server's log so that a full pipe never blocks it."""
+    import threading
+
+    def drain() -> None:
+        stream = process.stdout
+        try:
+            while stream is not None and stream.read(65536):
+                pass
+        except (OSError, ValueError):
+            pass
+
+    threading.Thread(target=drain, name="redis-server-log", daemon=True).start()
