@@ -1,6 +1,7 @@
 """Real multi-threaded histories: recorded from backends, checked against the
 model, and the ``threads`` phase of ``refqueue certify`` built on them."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -10,9 +11,9 @@ import pytest
 
 from conformance.mutants._base import BaseQueue, factory
 from refqueue.cli import main
-from refqueue.conformance.certify import PROFILES, Profile
+from refqueue.conformance.certify import PROFILES, Profile, certify
 from refqueue.conformance.contract import backend_of
-from refqueue.conformance.history import CALLS, History, RecordingHung, record
+from refqueue.conformance.history import CALLS, History, RecordingHung, plan_programs, record
 from refqueue.conformance.linearizability import ILLEGAL, check
 
 pytestmark = pytest.mark.torch
@@ -70,7 +71,67 @@ def test_certify_rejects_the_acquire_race_in_the_threads_phase_only(tmp_path, ca
     saved = History.load(failure["history_file"])
     assert check(saved).result == ILLEGAL
     assert "  threads       " in out and "failure       threads: caught after" in out
-    assert "def test_counterexample():" in out and f"{RACE!r}, seed=seed, threads=4, operations=400" in out
+    assert "def test_counterexample():" in out and "BACKEND, seed=seed, threads=4, operations=400" in out
+    assert f"BACKEND = load_backend({RACE!r})" in out and "PROGRAMS = {" in out
+
+
+def test_a_failing_history_is_shrunk_and_its_reproduction_runs_the_shrunk_programs():
+    cert = certify(RACE, phases=("threads",))
+    failure = cert.failure
+    assert failure["phase"] == "threads" and failure["shrunk"] is True
+    shrink = cert.phases["threads"]["shrink"]
+    assert (shrink["operations_before"], shrink["threads_before"]) == (401, 4)
+    # two threads taking one sample is the race: no more is needed to show it
+    assert shrink["operations_after"] <= 10 and shrink["threads_after"] == 2, shrink
+    assert failure["trace_steps"] == shrink["operations_after"]
+    assert failure["message"].startswith(
+        f"history 1 (seed 0), shrunk from 401 operations of 4 threads to {shrink['operations_after']} operations of "
+        f"2 threads ("
+    )
+    saved = History.from_json(cert.history)
+    assert len(saved) == shrink["operations_after"] and check(saved).result == ILLEGAL
+    programs = cert.counterexample.split("PROGRAMS = {", 1)[1].split("}", 1)[0]
+    assert programs.count(": [") == 2
+    namespace = {}
+    exec(compile(cert.counterexample, "<counterexample>", "exec"), namespace)
+    with pytest.raises(AssertionError, match="not linearizable"):
+        namespace["test_counterexample"]()
+
+
+def test_shrinking_stops_at_its_time_budget(monkeypatch):
+    monkeypatch.setitem(PROFILES, "ci", dataclasses.replace(PROFILES["ci"], shrink_seconds=0.001))
+    cert = certify(RACE, phases=("threads",))
+    shrink = cert.phases["threads"]["shrink"]
+    assert shrink["out_of_time"] is True and shrink["seconds"] < 2
+    assert shrink["recordings"] <= 1  # the budget is looked at before each recording
+    if not cert.failure["shrunk"]:  # nothing smaller found in the time: said so, not called shortest
+        assert "not shrunk" in cert.failure["message"] and cert.failure["trace_steps"] == 401
+        assert "PROGRAMS" not in cert.counterexample
+
+
+def test_a_shrunk_program_is_recorded_as_given():
+    programs = {0: ["tick", "close", "pending_count"], 2: ["put", "acquire_nowait", "ack", "reclaim_expired"]}
+    h = record(INPROCESS, seed=1, programs=programs)
+    assert h.threads == 2 and len(h) == 7
+    assert [e.call for e in h.events if e.thread == 0] == ["tick", "close", "pending_count"]
+    assert [e.call for e in h.events if e.thread == 2] == ["put", "acquire_nowait", "ack", "reclaim_expired"]
+    assert check(h).ok
+    # the programs of a seed are what record(seed) runs: the same calls of the controller
+    default = record(INPROCESS, seed=5, operations=200)
+    again = record(INPROCESS, seed=5, programs=plan_programs(5, operations=200))
+    assert [e.call for e in again.events if e.thread == 0] == [e.call for e in default.events if e.thread == 0]
+    assert len(again) == len(default) == 201
+
+
+def test_record_refuses_bad_programs():
+    with pytest.raises(ValueError, match=r"^programs: thread 1's program \['tick'\] must be a list of call kinds from put, "):
+        record(INPROCESS, programs={1: ["tick"]})
+    with pytest.raises(ValueError, match=r"^programs: every thread's program is empty; give at least one call$"):
+        record(INPROCESS, programs={0: [], 1: []})
+    with pytest.raises(ValueError, match=r"^programs must be a non-empty mapping of thread number -> list of call kinds"):
+        record(INPROCESS, programs={})
+    with pytest.raises(ValueError, match=r"^programs: thread -1 must be an int >= 0 \(0 is the controller\)$"):
+        record(INPROCESS, programs={-1: ["put"]})
 
 
 def test_certify_reports_the_threads_phase_of_a_conforming_backend(tmp_path, capsys, monkeypatch):

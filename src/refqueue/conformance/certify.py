@@ -101,6 +101,8 @@ class Profile:
     producer_bound: float = 1.0  # seconds a blocked producer may wait once consumers drained what they can
     producer_samples: int = 6  # samples each producer of the producers phase's stress check puts
     wake_bound: float = 0.05  # seconds from a waking call's return to the woken call's return (blocking phase)
+    shrink_seconds: float = 30.0  # time a failing threaded history may be shrunk for (0: not shrunk)
+    shrink_reruns: int = 3  # recordings of a shrunk candidate before it counts as passing (threads vary)
 
 
 PROFILES: dict[str, Profile] = {
@@ -709,7 +711,7 @@ def _threads_phase(
     cert: Certificate, backend: Backend, profile: Profile, seed: int, steps: int | None, exhaustive: bool, bar: Progress
 ) -> bool:
     from refqueue.conformance.history import RecordingHung, record
-    from refqueue.conformance.linearizability import OK, check
+    from refqueue.conformance.linearizability import ILLEGAL, OK, check
 
     bar.start("threads", profile.histories)
     seeds = [seed * 1000 + k for k in range(profile.histories)]
@@ -725,7 +727,7 @@ def _threads_phase(
             history = record(backend, seed=history_seed, **shape)
         except RecordingHung as exc:
             recording += time.perf_counter() - started
-            failed = (history_seed, None, f"history {k + 1} (seed {history_seed}): {exc}", str(exc))
+            failed = (k, history_seed, None, f"history {k + 1} (seed {history_seed}): {exc}", str(exc))
             break
         recording += time.perf_counter() - started
         started = time.perf_counter()
@@ -736,7 +738,7 @@ def _threads_phase(
         verdicts[verdict.result] += 1
         bar.update(k + 1, f"histories · {operations:,} operations")
         if verdict.result != OK:
-            failed = (history_seed, verdict, _threads_message(k, history_seed, verdict), verdict.describe())
+            failed = (k, history_seed, verdict, _threads_message(k, history_seed, verdict), verdict.describe())
             break
     cert.phases["threads"] = _timed(
         operations,
@@ -750,7 +752,7 @@ def _threads_phase(
     )
     if failed is None:
         return True
-    history_seed, verdict, message, detail = failed
+    k, history_seed, verdict, message, detail = failed
     earlier = sum(int(p.get("steps", 0)) for name, p in cert.phases.items() if name != "threads")
     cert.failure = {
         "phase": "threads",
@@ -758,39 +760,114 @@ def _threads_phase(
         "steps_to_failure": earlier + operations,
         "phase_steps_to_failure": operations,
         "trace_steps": len(verdict.history) if verdict is not None else 0,
-        "shrunk": False,  # the history is printed as recorded (threaded shrinking is not implemented)
+        "shrunk": False,
         "verdict": detail,
     }
+    shrunk = None
+    if verdict is not None and verdict.result == ILLEGAL and profile.shrink_seconds > 0:
+        # Only an illegal history is shrunk: a hang costs a whole hang_after per
+        # try, and an undecided one says nothing a smaller one would.
+        shrunk = _shrink_history(backend, history_seed, shape, profile, verdict, bar)
+        cert.phases["threads"]["shrink"] = {
+            "operations_before": shrunk.operations_before,
+            "threads_before": shrunk.threads_before,
+            "operations_after": shrunk.operations,
+            "threads_after": shrunk.threads,
+            "recordings": shrunk.recordings,
+            "seconds": round(shrunk.seconds, 2),
+            "out_of_time": shrunk.out_of_time,
+        }
+        if shrunk.shrunk:
+            verdict = shrunk.verdict
+            detail = verdict.describe()
+            message = _threads_message(k, history_seed, verdict, shrunk)
+            cert.failure.update(
+                message=message,
+                trace_steps=len(verdict.history),
+                shrunk=True,
+                verdict=detail,
+                operations_before=shrunk.operations_before,
+                threads_before=shrunk.threads_before,
+                threads_after=shrunk.threads,
+            )
+        else:
+            shrunk = None
     if verdict is not None:
         cert.history = verdict.history.to_json()
     # The replay records the failing seed first, then the phase's other seeds.
     order = [history_seed] + [s for s in seeds if s != history_seed]
-    cert.counterexample = _render_threads(cert, order, shape, profile.history_steps, message, detail)
+    programs = None if shrunk is None else (history_seed, shrunk.programs)
+    cert.counterexample = _render_threads(cert, order, shape, profile, message, detail, programs)
     return False
 
 
-def _threads_message(k: int, history_seed: int, verdict: Any) -> str:
+def _shrink_history(backend: Backend, history_seed: int, shape: dict[str, int], profile: Profile, verdict: Any, bar: Progress) -> Any:
+    """Shrink the failing history of ``history_seed`` (``shrink.shrink_threads``)."""
+    from refqueue.conformance.history import RecordingHung, plan_programs, record
+    from refqueue.conformance.linearizability import ILLEGAL, check
+    from refqueue.conformance.shrink import shrink_threads
+
+    bar.start("threads: shrinking", int(profile.shrink_seconds))
+
+    def attempt(programs: dict[int, list[str]]) -> tuple[Any, Any] | None:
+        try:
+            history = record(backend, seed=history_seed, programs=programs, hang_after=_SHRINK_HANG_AFTER)
+        except RecordingHung:
+            return None  # a smaller program that hangs is not the failure being shrunk
+        found = check(history, max_steps=profile.history_steps, timeout=None)
+        return (history, found) if found.result == ILLEGAL else None
+
+    return shrink_threads(
+        plan_programs(history_seed, **shape),
+        attempt,
+        verdict.history,
+        verdict,
+        reruns=profile.shrink_reruns,
+        seconds=profile.shrink_seconds,
+    )
+
+
+_SHRINK_HANG_AFTER = 10.0  # seconds a recording made while shrinking may take
+
+
+def _threads_message(k: int, history_seed: int, verdict: Any, shrunk: Any = None) -> str:
     if verdict.result == "unknown":
         return (
             f"history {k + 1} (seed {history_seed}, {verdict.operations} operations) could not be decided: "
             f"{verdict.reason}; an undecided history is not a pass"
         )
     blocker = verdict.history.events[verdict.blocker]
+    if shrunk is None:
+        what = f"history {k + 1} (seed {history_seed}, {verdict.operations} operations, not shrunk)"
+    else:
+        what = (
+            f"history {k + 1} (seed {history_seed}), shrunk from {shrunk.operations_before} operations of "
+            f"{shrunk.threads_before} threads to {verdict.operations} operations of {verdict.history.threads} "
+            f"threads ({shrunk.recordings} recordings, {shrunk.seconds:.1f} s"
+            f"{', stopped at the time budget' if shrunk.out_of_time else ''}),"
+        )
     return (
-        f"history {k + 1} (seed {history_seed}, {verdict.operations} operations) is not linearizable: after the "
-        f"longest linearizable prefix ({len(verdict.order)} operations) no order places "
-        f"{blocker.text(verdict.history.epoch)}; the model says: {verdict.model_says}"
+        f"{what} is not linearizable: after the longest linearizable prefix ({len(verdict.order)} operations) "
+        f"no order places {blocker.text(verdict.history.epoch)}; the model says: {verdict.model_says}"
     )
 
 
 def _render_threads(
-    cert: Certificate, seeds: list[int], shape: dict[str, int], max_steps: int, message: str, detail: str
+    cert: Certificate,
+    seeds: list[int],
+    shape: dict[str, int],
+    profile: Profile,
+    message: str,
+    detail: str,
+    programs: tuple[int, dict[int, list[str]]] | None = None,
 ) -> str:
-    """A pytest module that records the phase's histories again and checks each.
+    """A pytest module that records the failing histories again and checks each.
 
     A thread schedule cannot be replayed call by call, so the test re-runs the
-    recording with the same seeds: on a backend with the race it fails again
-    (the failing seed first), on a correct one every history is linearizable.
+    recording: the shrunk programs first (``profile.shrink_reruns`` times, a
+    few more), then the phase's seeds (the failing seed first).  On a backend
+    with the race it fails again; on a correct one every history is
+    linearizable.
     """
     doc = [
         f"Counterexample: {cert.backend} diverges from the reference model.",
@@ -799,9 +876,11 @@ def _render_threads(
         "",
         f"Found by the refqueue conformance kit {cert.kit_version} (profile {cert.profile}, seed {cert.seed}, "
         f"phase threads).",
-        "A thread schedule cannot be replayed call by call: this test records the phase's histories again",
-        "(same seeds, new threads) and checks each.  The history that failed is saved beside the certificate",
-        "(<backend>.history.json); check it again with refqueue.conformance.linearizability.check.",
+        "A thread schedule cannot be replayed call by call: this test records the histories again",
+        "(new threads) and checks each: "
+        + ("first the shrunk per-thread programs below, then the phase's seeds." if programs else "the phase's seeds."),
+        "The history that failed is saved beside the certificate (<backend>.history.json); check it again",
+        "with refqueue.conformance.linearizability.check.",
         "",
         *detail.splitlines(),
     ]
@@ -813,16 +892,33 @@ def _render_threads(
         "Replay: python -m pytest <this file>  (from the directory the backend's module imports from)",
         '"""',
         "",
+        "from refqueue.conformance.contract import load_backend",
         "from refqueue.conformance.history import record",
         "from refqueue.conformance.linearizability import check",
         "",
+        "# Imported here, not in the test: a backend that cannot be imported is an error, never a pass.",
+        f"BACKEND = load_backend({cert.backend!r})",
         "",
-        "def test_counterexample():",
+    ]
+    if programs is not None:
+        seed, shrunk = programs
+        lines += ["# The shrunk programs: thread -> the kinds of call it makes (thread 0 is the controller).", "PROGRAMS = {"]
+        lines += [f"    {t}: {p!r}," for t, p in sorted(shrunk.items())]
+        lines += ["}", ""]
+    lines += ["", "def test_counterexample():"]
+    if programs is not None:
+        lines += [
+            f"    for _ in range({max(profile.shrink_reruns, 1) * 3}):",
+            f"        history = record(BACKEND, seed={programs[0]!r}, programs=PROGRAMS)",
+            f"        verdict = check(history, max_steps={profile.history_steps}, timeout=None)",
+            "        assert verdict.ok, verdict.describe()",
+        ]
+    lines += [
         f"    for seed in {seeds!r}:",
         "        history = record(",
-        f"            {cert.backend!r}, seed=seed, threads={shape['threads']}, operations={shape['operations']}",
+        f"            BACKEND, seed=seed, threads={shape['threads']}, operations={shape['operations']}",
         "        )",
-        f"        verdict = check(history, max_steps={max_steps}, timeout=None)",
+        f"        verdict = check(history, max_steps={profile.history_steps}, timeout=None)",
         "        assert verdict.ok, verdict.describe()",
         "",
     ]

@@ -63,6 +63,7 @@ from refqueue.conformance.contract import Backend, load_backend, rejection_kind
 
 __all__ = [
     "CALLS",
+    "plan_programs",
     "FORMAT",
     "Event",
     "History",
@@ -459,6 +460,50 @@ def _plan(rng: random.Random, kinds: Mapping[str, int], n: int) -> list[str]:
     return rng.choices(names, weights=[kinds[k] for k in names], k=n)
 
 
+def plan_programs(seed: int, *, threads: int = 4, operations: int = 300) -> dict[int, list[str]]:
+    """The programs of the history of ``seed``: for each thread the kinds of
+    call it makes, drawn from the seed (which lease or id a call uses is
+    decided while it runs).  Thread 0 is the controller, whose ``close``
+    stands ``_CLOSE_AT`` of the way through its calls; the others are
+    workers.  ``record(..., programs=)`` runs a program (e.g. a shrunk one).
+    """
+    if not _is_int(seed):
+        raise TypeError(f"seed must be an int, got {seed!r}")
+    _check_positive_int("threads", threads, 2)
+    _check_positive_int("operations", operations, threads)
+    per_thread = operations // threads
+    programs = {}
+    for t in range(threads):
+        rng = random.Random(seed * 1009 + t)
+        plan = _plan(rng, _CONTROLLER_KINDS if t == 0 else _WORKER_KINDS, per_thread)
+        if t == 0:
+            plan.insert(int(len(plan) * _CLOSE_AT), "close")
+        programs[t] = plan
+    return programs
+
+
+def _check_programs(programs: Any) -> dict[int, list[str]]:
+    if not isinstance(programs, Mapping) or not programs:
+        raise ValueError(
+            f"programs must be a non-empty mapping of thread number -> list of call kinds, got {programs!r}; "
+            f"start from plan_programs(seed)"
+        )
+    out = {}
+    for t, plan in programs.items():
+        if not _is_int(t) or t < 0:
+            raise ValueError(f"programs: thread {t!r} must be an int >= 0 (0 is the controller)")
+        allowed = (*_CONTROLLER_KINDS, "close") if t == 0 else tuple(_WORKER_KINDS)
+        if isinstance(plan, (str, bytes)) or not isinstance(plan, Sequence) or any(k not in allowed for k in plan):
+            raise ValueError(
+                f"programs: thread {t}'s program {plan!r} must be a list of call kinds from "
+                f"{', '.join(allowed)} ({'the controller' if t == 0 else 'a worker'})"
+            )
+        out[t] = list(plan)
+    if not any(out.values()):
+        raise ValueError("programs: every thread's program is empty; give at least one call")
+    return out
+
+
 def _encode_lease(lease: Any, refs: Mapping[str, Any]) -> dict[str, Any]:
     sample_id = lease.ref.sample_id
     return {
@@ -613,11 +658,10 @@ def _read(rec: _Recorder, thread: int, name: str) -> None:
 def _controller(rec: _Recorder, thread: int, plan: Sequence[str], caps: Any) -> None:
     q = rec.queue
     clock = rec.session.clock
-    close_at = int(len(plan) * _CLOSE_AT)
-    for k, kind in enumerate(plan):
-        if k == close_at:
+    for kind in plan:
+        if kind == "close":
             rec.call(thread, "close", [], q.close)
-        if kind == "tick" and caps.injected_clock:
+        elif kind == "tick" and caps.injected_clock:
             rec.call(thread, "tick", [_TICK], lambda: clock.advance(_TICK), lambda v: None)
         elif kind == "reclaim_expired":
             rec.call(thread, "reclaim_expired", [], q.reclaim_expired)
@@ -639,10 +683,12 @@ def record(
     config: Mapping[str, Any] | None = None,
     switch_interval: float = 1e-5,
     hang_after: float = 60.0,
+    programs: Mapping[int, Sequence[str]] | None = None,
 ) -> History:
     """Record one history on a fresh queue of ``backend``: ``threads`` threads
     (thread 0 the controller) of ``operations // threads`` calls each, and
-    the controller's ``close``.
+    the controller's ``close``; or, with ``programs`` (thread -> call kinds,
+    as ``plan_programs`` makes them), those threads running those programs.
 
     ``config`` is the queue's configuration (default: ``history_config``).
     Raises ``RecordingHung`` when a thread has not finished ``hang_after``
@@ -668,19 +714,17 @@ def record(
         raise ValueError(
             f"config {config!r} must give visibility_timeout and may give only max_deliveries and dedup_window"
         )
-    per_thread = operations // threads
-    plans = {}
+    plans = plan_programs(seed, threads=threads, operations=operations) if programs is None else _check_programs(programs)
+    threads = len(plans)
     fresh: dict[int, list[str]] = {}
-    for t in range(threads):
-        rng = random.Random(seed * 1009 + t)
-        plans[t] = _plan(rng, _CONTROLLER_KINDS if t == 0 else _WORKER_KINDS, per_thread)
+    for t in plans:
         fresh[t] = [f"t{t}-{k}" for k in range(sum(1 for kind in plans[t] if kind in ("put", "put_blocks")))]
     sizes = {sample_id: 1 for ids in fresh.values() for sample_id in ids}
     session = Session(backend, config, sizes=sizes, store={}, clock_start=CLOCK_START)
     try:
         refs = {sample_id: session.store_put(sample_id) for sample_id in sizes}
         rec = _Recorder(session, refs)
-        for t in range(threads):
+        for t in plans:
             rec.events[t] = []
         start = threading.Barrier(threads)
 
@@ -699,7 +743,7 @@ def record(
                 rec.current.pop(t, None)
 
         workers = [
-            threading.Thread(target=run, args=(t,), name=f"refqueue-history-{t}", daemon=True) for t in range(threads)
+            threading.Thread(target=run, args=(t,), name=f"refqueue-history-{t}", daemon=True) for t in plans
         ]
         previous = sys.getswitchinterval()
         sys.setswitchinterval(switch_interval)
@@ -707,7 +751,7 @@ def record(
             for w in workers:
                 w.start()
             give_up = time.monotonic() + hang_after
-            for t, w in enumerate(workers):
+            for t, w in zip(plans, workers):
                 w.join(max(0.0, give_up - time.monotonic()))
                 if w.is_alive():
                     raise RecordingHung(
@@ -722,7 +766,7 @@ def record(
         epoch = session.queue.epoch
     finally:
         session.close()
-    raw = sorted((e for t in range(threads) for e in rec.events[t]), key=lambda e: e["invoke"])
+    raw = sorted((e for t in plans for e in rec.events[t]), key=lambda e: e["invoke"])
     data = {
         "format": FORMAT,
         "backend": backend.target,
