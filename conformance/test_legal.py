@@ -9,19 +9,9 @@ from refqueue.conformance.certify import PHASES, certify
 pytestmark = pytest.mark.torch
 
 
-# Known false positive of the kit, left open (issue 9): the linearizability
-# checker follows a backend's order for refs requeued from a reclaim tie, but
-# not for dead letters made by one, so a threaded history in which a tie is
-# dead-lettered in acquire order can be judged non-linearizable (seen once in
-# CI: tie_any_order, history 13 of seed 12).  The tie variants are certified
-# by every other phase until the checker accepts that order too.
-_TIES_NOT_IN_THREADS = tuple(p for p in PHASES if p != "threads")
-
-
 @pytest.mark.parametrize("target", LEGAL)
 def test_ci_profile_certifies_legal_variant(target):
-    phases = _TIES_NOT_IN_THREADS if "tie_any_order" in target else PHASES
-    cert = certify(target, profile="ci", phases=phases)
+    cert = certify(target, profile="ci", phases=PHASES)
     assert cert.passed, f"{cert.failure}\n{cert.counterexample}"
     lacking = [name for name, value in cert.capabilities.items() if not value]
     assert len(cert.not_checked) >= len(lacking)
