@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)  # the HTML report's browser test
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing ${need_apt[*]}" >&2
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

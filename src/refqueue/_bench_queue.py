@@ -42,6 +42,9 @@ TARGETS = {
     "reclaim_idle_us_100000": "<= 20",
     "wake_latency_ms_p99": "<= 1",
     "convoy_acquire_ack_p99_ms": "<= 2",
+    "events_ring_vs_off": "<= 2.0 (events on with a RingSink, acquire+ack)",
+    "events_off_acquire_ack_us": "within 3 % of the same figure before events existed (run the bench on that commit)",
+    "trace_check_events_per_s_backlog_100": ">= 200000",
 }
 
 
@@ -171,7 +174,9 @@ def filled_queue(refs: list[SampleRef], backlog: int, **kwargs: Any) -> tuple[Sa
     return q, store
 
 
-def put_and_acquire_ack(refs: list[SampleRef], backlog: int, ops: int, repeats: int) -> tuple[float, float]:
+def put_and_acquire_ack(
+    refs: list[SampleRef], backlog: int, ops: int, repeats: int, **queue_kwargs: Any
+) -> tuple[float, float]:
     """(put µs, acquire+ack µs), each with ``backlog`` refs pending.
 
     The refs form a ring of ``backlog + ops``: a put round adds the next
@@ -180,7 +185,7 @@ def put_and_acquire_ack(refs: list[SampleRef], backlog: int, ops: int, repeats: 
     ops`` pending, then (untimed) puts them back at the tail.
     """
     ring = refs[: backlog + ops]
-    q, store = filled_queue(ring, backlog)
+    q, store = filled_queue(ring, backlog, **queue_kwargs)
     head = 0  # ring index of the oldest pending ref
     put_us: list[float] = []
     ack_us: list[float] = []
@@ -371,6 +376,78 @@ def convoy(megabytes: int, ops: int, repeats: int, min_gets: int = 3) -> float |
     return statistics.median(p99s)
 
 
+def events_cost(refs: list[SampleRef], backlog: int, ops: int, repeats: int) -> dict[str, float]:
+    """acquire+ack µs with events off and on (an ``EventLog`` with one
+    ``RingSink``), alternating runs so both see the same machine load; the
+    median of ``repeats`` pairs each."""
+    from refqueue.events import EventLog, RingSink
+
+    off, on = [], []
+    for _ in range(repeats):
+        off.append(put_and_acquire_ack(refs, backlog, ops, 1)[1])
+        on.append(put_and_acquire_ack(refs, backlog, ops, 1, events=EventLog(RingSink(4 * ops)))[1])
+    return {"off": statistics.median(off), "on_ring": statistics.median(on)}
+
+
+def recorded_workload(refs: list[SampleRef], operations: int, backlog: int) -> list[dict[str, Any]]:
+    """The records of a queue run: ``backlog`` pending, then acquire and ack (every
+    tenth a fail), the acked ref put again, a reclaim every 100 operations
+    with every 500th lease left to expire (ManualClock)."""
+    from refqueue.events import EventLog, RingSink
+
+    ring = RingSink(4 * operations + 10_000)
+    clock = ManualClock(0.0)
+    q, store = filled_queue(refs[:backlog], backlog, clock=clock, visibility_timeout=VisibilityTimeout(1.0),
+                            events=EventLog(ring))
+    for i in range(operations):
+        lease = q.acquire_nowait()
+        if lease is None:
+            continue
+        if i % 500 == 499:
+            pass  # left to expire: reclaimed below
+        elif i % 10 == 9:
+            q.fail(lease)
+        else:
+            q.ack(lease)
+            store.hold(lease.ref)
+            q.put(lease.ref)
+        if i % 100 == 99:
+            clock.advance(0.5)
+            q.reclaim_expired()
+    return ring.records()
+
+
+def trace_check_rate(refs: list[SampleRef], operations: int, repeats: int, backlog: int) -> dict[str, Any]:
+    """events/s of trace-check on a recorded workload written as JSONL:
+    the check alone and reading + checking; medians of ``repeats``."""
+    import json
+    import os
+    import tempfile
+
+    from refqueue.events import read_jsonl
+    from refqueue.trace_check import check_records
+
+    records = recorded_workload(refs, operations, backlog)
+    fd, path = tempfile.mkstemp(suffix=".jsonl", prefix="refqueue-bench-")
+    try:
+        with os.fdopen(fd, "w") as out:
+            for r in records:
+                out.write(json.dumps(r, separators=(",", ":")) + "\n")
+        check_rates, total_rates = [], []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            loaded = read_jsonl([path])
+            read = time.perf_counter() - started
+            result = check_records(loaded)
+            total = time.perf_counter() - started
+            assert result.ok, result.violation.render()  # type: ignore[union-attr]
+            check_rates.append(len(loaded) / (total - read))
+            total_rates.append(len(loaded) / total)
+    finally:
+        os.unlink(path)
+    return {"events": len(records), "check": statistics.median(check_rates), "read_and_check": statistics.median(total_rates)}
+
+
 def measure(
     *,
     backlogs: list[int],
@@ -403,6 +480,18 @@ def measure(
     result["convoy_acquire_ack_p99_ms"] = None if convoy_p99 is None else round(convoy_p99, 4)
     result["convoy_sample_mb"] = convoy_mb
     result["floor_acquire_ack_us"] = round(floor_acquire_ack(ops, repeats), 3)
+    cost = events_cost(refs, backlogs[0], ops, repeats)
+    result[f"events_off_acquire_ack_us_{backlogs[0]}"] = round(cost["off"], 3)
+    result[f"events_ring_acquire_ack_us_{backlogs[0]}"] = round(cost["on_ring"], 3)
+    result["events_ring_vs_off"] = round(cost["on_ring"] / cost["off"], 3)
+    progress(f"events: acquire+ack off {cost['off']:.3f} us, ring {cost['on_ring']:.3f} us")
+    for pending in (100, 1000):  # the model's actions cost O(live samples): two backlogs
+        rate = trace_check_rate(refs, max(ops, 10_000) * 5, repeats, pending)
+        result[f"trace_check_events_backlog_{pending}"] = rate["events"]
+        result[f"trace_check_events_per_s_backlog_{pending}"] = round(rate["check"])
+        result[f"trace_check_read_and_check_events_per_s_backlog_{pending}"] = round(rate["read_and_check"])
+        progress(f"trace-check, {pending} pending: {rate['check']:,.0f} events/s (read+check "
+                 f"{rate['read_and_check']:,.0f}) on {rate['events']:,} events")
     first, last = str(backlogs[0]), str(backlogs[-1])
     result[f"acquire_ack_ratio_{last}_vs_{first}"] = round(
         result["acquire_ack_us"][last] / result["acquire_ack_us"][first], 3

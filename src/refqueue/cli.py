@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "certify": ("refqueue.conformance.cli", "certify a queue backend against the reference model"),
     "bench": ("refqueue.bench", "benchmark the production queue and stores (prints JSON)"),
     "trace-check": ("refqueue.trace_check.cli", "check recorded event logs against the reference model"),
+    "report": ("refqueue.report", "draw an HTML report (inline SVG) of a recorded event log"),
 }
 
 

@@ -23,8 +23,10 @@ store is not logged:
   dead-letter list keeps only its newest entry; no action reads it).  This keeps
   every action O(live samples), not O(samples ever seen).
 
-Time: the model's ``now`` follows the records' ``t`` (queue clock) through
-``tick``; a step back in time is a violation.
+Time: before an action that reads the model's clock (acquire, extend,
+reclaim) the model's ``now`` is moved to the record's ``t`` (queue clock)
+through ``tick``; a record whose ``t`` is before an earlier one's is a
+violation (the clock went back).
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ from refqueue.model.state import (
 )
 
 __all__ = ["QueueReplay", "BadTrace", "describe_state"]
+
+# The records whose model action reads the model's clock: the model ticks to
+# their time first.  (Every other action is independent of ``now``.)
+_TIMED = frozenset({"acquire", "extend", "reclaim"})
 
 
 class BadTrace(ValueError):
@@ -87,6 +93,7 @@ class QueueReplay:
             raise BadTrace(f"the open record seq={r.get('seq')!r} has a configuration the model refuses: {exc}") from None
         t = r.get("t")
         self.state: State = initial_state(0.0 if t is None else t)
+        self.last_t: float = self.state.now  # the latest queue clock time logged
         self.store_logged = store_open is not None
         self.leases: dict[int, ModelLease] = {}
         self.incarnations: dict[str, int] = {}  # compacted ids -> their last incarnation
@@ -122,10 +129,12 @@ class QueueReplay:
                 if problem is not None:
                     return problem
             t = record.get("t")
-            if t is not None and t != self.state.now:
-                if t < self.state.now:
-                    return f"the queue's clock went back from {self.state.now!r} to {t!r}"
-                self._tick(t)
+            if t is not None:
+                if t < self.last_t:
+                    return f"the queue's clock went back from {self.last_t!r} to {t!r}"
+                self.last_t = t
+                if ev in _TIMED and t != self.state.now:
+                    self._tick(t)  # only these actions read the model's clock
             problem = handler(record)
             if finishing:
                 self.scrubbed.clear()
@@ -161,8 +170,10 @@ class QueueReplay:
         if rec.status not in (ACKED, DEAD) or rec.resident or (self.cfg.dedup_window and sample_id in s.completed):
             return
         self.incarnations[sample_id] = rec.incarnation
-        self.state = s._replace(ids=s.ids[:i] + s.ids[i + 1 :], recs=s.recs[:i] + s.recs[i + 1 :],
-                                dead=s.dead[-1:] if s.dead else s.dead)
+        self.state = State(
+            s.now, s.closed, s.paused, s.pending, s.ids[:i] + s.ids[i + 1 :], s.recs[:i] + s.recs[i + 1 :],
+            s.resident_bytes, s.resident_count, s.dead[-1:], s.completed, s.parked,
+        )
 
     def _after_finish(self, sample_id: str, before_completed: tuple[str, ...]) -> None:
         self._compact(sample_id)

@@ -1,0 +1,100 @@
+"""refqueue report: a self-contained HTML page whose plots render in real headless Chromium."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+from events_helpers import ROOT
+
+from refqueue.events import EventLog, JsonlSink
+from refqueue.queue import SampleRefQueue
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+PLOTS = ("residency", "rates", "lease-ages", "redeliveries", "bottleneck")
+
+# Written into the page by the test (not by the report): measures every plot
+# and what is drawn in it, once the browser has laid the page out.
+MEASURE = """<script>
+window.addEventListener('load', () => {
+  const out = {};
+  for (const svg of document.querySelectorAll('svg.plot')) {
+    const box = svg.getBoundingClientRect();
+    const drawn = [...svg.querySelectorAll('polyline, rect')].map(e => e.getBBox())
+      .filter(b => b.width > 0 && b.height > 0).length;
+    out[svg.id] = {width: box.width, height: box.height, drawn: drawn};
+  }
+  const pre = document.createElement('pre');
+  pre.id = 'render-check';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def stress_log(tmp_path_factory):
+    """The stress test of tests/queue, recorded: pauses, fails, reclaims, stale acks."""
+    import test_queue_stress as stress
+
+    path = tmp_path_factory.mktemp("report") / "stress.jsonl"
+    sink = JsonlSink(path)
+    original = stress.SampleRefQueue
+    stress.SampleRefQueue = functools.partial(SampleRefQueue, events=EventLog(sink))
+    try:
+        stress.test_every_sample_completes_exactly_once_under_stress(stress.BytesData)
+    finally:
+        stress.SampleRefQueue = original
+        sink.close()
+    return path
+
+
+def run_report(*args):
+    return subprocess.run([sys.executable, "-m", "refqueue.cli", "report", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+
+
+def test_report_is_one_self_contained_page(stress_log, tmp_path):
+    out = tmp_path / "report.html"
+    proc = run_report(str(stress_log), "--html", str(out))
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)  # nothing fetched
+    assert "<script" not in page
+    for plot in PLOTS:
+        assert f'id="{plot}"' in page
+    assert 'class="paused"' in page and 'class="band"' in page  # the stress run pauses
+
+
+def test_report_refuses_bad_input(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"ev": "put"}\n')
+    proc = run_report(str(bad), "--html", str(tmp_path / "out.html"))
+    assert proc.returncode == 2 and "no queue open record" in proc.stderr
+    proc = run_report(str(bad), "--html", str(tmp_path / "missing" / "out.html"))
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (scripts/setup.sh installs it)")
+def test_plots_render_in_headless_chromium(stress_log, tmp_path):
+    out = tmp_path / "report.html"
+    assert run_report(str(stress_log), "--html", str(out)).returncode == 0
+    probe = tmp_path / "probe.html"
+    probe.write_text(out.read_text().replace("</body>", MEASURE + "</body>"))
+    proc = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    match = re.search(r'<pre id="render-check">(.*?)</pre>', proc.stdout)
+    assert match, proc.stdout[-2000:] + proc.stderr[-2000:]
+    sizes = json.loads(match.group(1).replace("&quot;", '"'))
+    assert set(sizes) == set(PLOTS)
+    for plot, box in sizes.items():
+        assert box["width"] > 0 and box["height"] > 0, (plot, box)
+        assert box["drawn"] > 0, (plot, box)  # a line or bar of non-zero size inside
