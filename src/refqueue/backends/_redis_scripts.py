@@ -47,10 +47,15 @@ local P = KEYS[1]
 local META, PENDING, REFS, LEASE = P .. 'meta', P .. 'pending', P .. 'refs', P .. 'lease'
 local DELIV, REDELIV, DEADLINES = P .. 'deliv', P .. 'redeliv', P .. 'deadlines'
 local DEAD, DONE, DONESET, WAKE, PRODUCERS = P .. 'dead', P .. 'done', P .. 'doneset', P .. 'wake', P .. 'producers'
-local ACKED = P .. 'acked'
+local ACKED, FINISH, FINISHAT = P .. 'acked', P .. 'finish', P .. 'finishat'
 local MAXD = tonumber(ARGV[1])
 local DEDUP = tonumber(ARGV[2])
 local DEADLIMIT = tonumber(ARGV[3])
+
+local function server_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 
 local function server_now()
   local t = redis.call('TIME')
@@ -91,9 +96,7 @@ end
 -- wake every producer waiting in put_blocks_until_below except `except`
 local function notify_room(except)
   redis.call('HINCRBY', META, 'room', 1)
-  local t = redis.call('TIME')
-  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZREMRANGEBYSCORE', PRODUCERS, '-inf', ms)
+  redis.call('ZREMRANGEBYSCORE', PRODUCERS, '-inf', server_ms())
   for _, token in ipairs(redis.call('ZRANGE', PRODUCERS, 0, -1)) do
     if token ~= except then
       local key = P .. 'room:' .. token
@@ -134,6 +137,8 @@ local function finish(id, reason)
   redis.call('HDEL', DELIV, id)
   redis.call('HDEL', REDELIV, id)
   redis.call('ZREM', DEADLINES, id)
+  redis.call('HDEL', FINISH, id)
+  redis.call('ZREM', FINISHAT, id)
   if not reason then
     -- the newest 10,000 lease ids acked, for lease_state after a lost reply
     redis.call('LPUSH', ACKED, lease_id)
@@ -159,18 +164,33 @@ local function finish(id, reason)
   return ref
 end
 
--- a fail or a reclaim of the leased sample id: requeued at the tail, or
--- dead-lettered at max_deliveries (then its ref is returned, for the scrub)
+-- a fail or a reclaim of the leased sample id below max_deliveries: to the tail
 local function requeue(id)
-  if MAXD and tonumber(redis.call('HGET', DELIV, id)) >= MAXD then
-    return finish(id, 'max_deliveries')
-  end
   redis.call('HDEL', LEASE, id)
   redis.call('ZREM', DEADLINES, id)
   redis.call('HINCRBY', REDELIV, id, 1)
   redis.call('RPUSH', PENDING, id)
   wake_one()
+end
+
+-- whether a client is completing the sample id (its ack or dead-letter has
+-- begun: the store is scrubbing); a marker past its lifetime is cleared
+local function finishing(id)
+  if not redis.call('HGET', FINISH, id) then return false end
+  if tonumber(redis.call('ZSCORE', FINISHAT, id)) > server_ms() then return true end
+  redis.call('HDEL', FINISH, id)
+  redis.call('ZREM', FINISHAT, id)
   return false
+end
+
+local function begin_finish(id, lease_id, ttl)
+  redis.call('HSET', FINISH, id, lease_id)
+  redis.call('ZADD', FINISHAT, server_ms() + tonumber(ttl), id)
+  return redis.call('HGET', REFS, id)
+end
+
+local function at_max_deliveries(id)
+  return MAXD and tonumber(redis.call('HGET', DELIV, id)) >= MAXD
 end
 
 local function producers_waiting()
@@ -288,23 +308,44 @@ elseif redis.call('LLEN', WAKE) == 0 then
 end
 return {lease_id, id, redis.call('HGET', REFS, id), redis.call('HGET', REDELIV, id), deadline}
 """,
-    # ARGV[4] id, ARGV[5] lease id -> {ref to scrub, producers waiting} | 0 (stale)
-    "ack": r"""
+    # Completing a sample takes two scripts around the store's scrub (D2: a
+    # scrub that raises commits nothing).  ARGV[4] id, ARGV[5] lease id, ARGV[6]
+    # the marker's lifetime (ms) -> the ref to scrub | 0 (stale, or being completed)
+    "begin": r"""
 local id = ARGV[4]
-if redis.call('HGET', LEASE, id) ~= ARGV[5] then return 0 end
-return {finish(id, false), producers_waiting()}
+if redis.call('HGET', LEASE, id) ~= ARGV[5] or finishing(id) then return 0 end
+return begin_finish(id, ARGV[5], ARGV[6])
 """,
-    # ARGV[4] id, ARGV[5] lease id, ARGV[6] reason -> as ack
-    "dead_letter": r"""
+    # the scrub raised: the lease is as it was.  ARGV[4] id, ARGV[5] lease id
+    "abort": r"""
 local id = ARGV[4]
-if redis.call('HGET', LEASE, id) ~= ARGV[5] then return 0 end
-return {finish(id, ARGV[6]), producers_waiting()}
+if redis.call('HGET', FINISH, id) == ARGV[5] then
+  redis.call('HDEL', FINISH, id)
+  redis.call('ZREM', FINISHAT, id)
+end
+return 0
 """,
-    # ARGV[4] id, ARGV[5] lease id -> 0 (stale) | {ref dead-lettered or '', producers waiting}
+    # the commit of an ack (ARGV[6] "") or a dead-letter (ARGV[6] the reason) that
+    # began.  ARGV[4] id, ARGV[5] lease id -> producers waiting | -1 (its marker
+    # expired and the lease was taken back meanwhile)
+    "finish": r"""
+local id = ARGV[4]
+if redis.call('HGET', LEASE, id) ~= ARGV[5] or redis.call('HGET', FINISH, id) ~= ARGV[5] then return -1 end
+local reason = ARGV[6]
+if reason == '' then reason = false end
+finish(id, reason)
+return producers_waiting()
+""",
+    # ARGV[4] id, ARGV[5] lease id, ARGV[6] marker lifetime -> 0 (stale) |
+    # {'', producers waiting} (requeued) | {ref, 0} (at max_deliveries: begun, scrub then finish)
     "fail": r"""
 local id = ARGV[4]
-if redis.call('HGET', LEASE, id) ~= ARGV[5] then return 0 end
-return {requeue(id) or '', producers_waiting()}
+if redis.call('HGET', LEASE, id) ~= ARGV[5] or finishing(id) then return 0 end
+if at_max_deliveries(id) then
+  return {begin_finish(id, ARGV[5], ARGV[6]), 0}
+end
+requeue(id)
+return {'', producers_waiting()}
 """,
     # ARGV[4] id, ARGV[5] lease id, ARGV[6] now, ARGV[7] deadline, ARGV[8] seconds -> 0 | 1
     "extend": r"""
@@ -314,18 +355,24 @@ local _, deadline = times(ARGV[6], ARGV[7], ARGV[8])
 redis.call('ZADD', DEADLINES, deadline, id)
 return 1
 """,
-    # ARGV[4] now -> {count, producers waiting, dead-lettered refs...}
+    # Take back the due leases in order until one is at max_deliveries: that one
+    # begins its dead-letter (the client scrubs, finishes it, and calls again).
+    # ARGV[4] now, ARGV[5] marker lifetime -> {now, count, producers waiting[, id, lease id, ref]}
     "reclaim": r"""
 local now = ARGV[4]
 if now == '' then now = fmt(server_now()) end
-local due = redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', now)
-local out = {#due, 0}
-for _, id in ipairs(due) do
-  local ref = requeue(id)
-  if ref then table.insert(out, ref) end
+local count = 0
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', now)) do
+  if not finishing(id) then
+    if at_max_deliveries(id) then
+      local lease_id = redis.call('HGET', LEASE, id)
+      return {now, count, 0, id, lease_id, begin_finish(id, lease_id, ARGV[5])}
+    end
+    requeue(id)
+    count = count + 1
+  end
 end
-out[2] = producers_waiting()
-return out
+return {now, count, producers_waiting()}
 """,
     "close": r"""
 if redis.call('HGET', META, 'closed') ~= '1' then

@@ -22,15 +22,17 @@ Design notes
   ``clock.now() + seconds`` and no test sleeps to cross one.
 * **The store.**  The store is the caller's (``SharedDirFeatureStore`` for
   many machines, any ``FeatureStore`` in one process).  A live ack or a
-  dead-letter commits in Redis first and then calls ``store.scrub(ref)``
-  (D2): never the other way round, which could scrub the data of a sample
-  that another process has just had reclaimed and redelivered.  Within one
-  client, a lock (``_store_lock``) makes "commit, then scrub" one step with
-  respect to this client's own hysteresis steps (which read
+  dead-letter is two scripts around ``store.scrub(ref)`` (D2): ``begin``
+  (fenced) marks the sample as being completed, so that no client's reclaim
+  takes the lease back while its data is scrubbed; then the scrub; then
+  ``finish`` commits.  A scrub that raises runs ``abort`` instead: nothing
+  commits, the lease stays live (a later ack completes it).  A client that
+  dies between ``begin`` and ``finish`` holds the lease for at most
+  ``_FINISH_TTL_MS``; then a reclaim takes it back as usual.  Within one
+  client, a lock (``_store_lock``) makes "begin, scrub, finish" one step
+  with respect to this client's own hysteresis steps (which read
   ``store.health()``), so a producer in this process never decides on the
-  residency of an acked sample whose data is still there.  A scrub that
-  raises after the commit propagates; the sample is then completed and its
-  data left resident for ``store.gc()`` or ``store.scrub``.
+  residency of an acked sample whose data is still there.
 * **Wakeups across processes.**  A consumer blocked in ``acquire`` waits in
   ``BLPOP`` on the queue's wake list (a put or requeue pushes a token while
   there are fewer tokens than pending refs; a drained queue keeps one, each
@@ -69,7 +71,7 @@ from refqueue._checks import (
     check_seconds,
     describe,
 )
-from refqueue._leases import DeadLetter, Lease, VisibilityTimeout, mint_lease
+from refqueue._leases import MAX_DELIVERIES_REASON, DeadLetter, Lease, VisibilityTimeout, mint_lease
 from refqueue._reclaimer import Reclaimer
 from refqueue.backends._redis_scripts import PRELUDE, SCRIPTS
 from refqueue.errors import DuplicateSample, ForeignLease, PutAborted, QueueClosed, RefQueueError, ReplayedSample
@@ -77,7 +79,7 @@ from refqueue.queue import DEFAULT_DEAD_LETTER_LIMIT, _effective_watermarks
 from refqueue.refs import SampleRef
 from refqueue.store import FeatureStore, StoreHealth
 
-__all__ = ["RedisSampleRefQueue", "RedisUnavailable", "make", "BLOCK_SLICE"]
+__all__ = ["RedisSampleRefQueue", "RedisUnavailable", "make", "build", "BLOCK_SLICE"]
 
 # The longest one blocking command waits before the client looks again
 # (seconds): bounds how long a vanished server goes unnoticed.
@@ -85,6 +87,10 @@ BLOCK_SLICE = 1.0
 # How long a waiting producer's registration lives without being renewed (ms):
 # a producer that crashed while waiting stops being notified after this.
 _PRODUCER_TTL_MS = 10_000
+# How long a completion that began (an ack or dead-letter whose store scrub
+# runs) keeps its lease from being reclaimed (ms): bounds what a client that
+# crashed between the scrub and the commit holds up.
+_FINISH_TTL_MS = 60_000
 # How the queue's own clients connect: str answers; a blocked call's socket
 # outlives its BLPOP slice; a server that does not answer is an error, not a hang.
 _CLIENT_OPTIONS = {"decode_responses": True, "socket_timeout": BLOCK_SLICE + 10.0, "socket_connect_timeout": 10.0}
@@ -464,17 +470,38 @@ class RedisSampleRefQueue:
             raise ValueError("dead_letter(reason) must not be empty; say why the sample is poison")
         return self._finish("dead_letter", sample_id, lease_id, reason)
 
-    def _finish(self, op: str, sample_id: str, lease_id: int, *extra: str) -> bool:
+    def _finish(self, call: str, sample_id: str, lease_id: int, reason: str = "") -> bool:
+        """Ack (``reason`` "") or dead-letter a live lease: begin (fenced: the
+        sample is marked as being completed, so no reclaim takes it back
+        meanwhile), scrub, finish.  A scrub that raises aborts: nothing
+        commits and the lease stays live."""
         with self._store_lock:
-            with self._connection(op):
-                answer = self._run(op, sample_id, lease_id, *extra)
-            if answer == 0:
+            with self._connection(call):
+                ref_json = self._run("begin", sample_id, lease_id, _FINISH_TTL_MS)
+            if ref_json == 0:
                 return False
-            ref_json, producers = answer
-            self._store.scrub(SampleRef.from_json(ref_json))
+            producers = self._scrub_and_finish(call, sample_id, lease_id, ref_json, reason)
         if producers:
-            self._notify_room(op)
+            self._notify_room(call)
         return True
+
+    def _scrub_and_finish(self, call: str, sample_id: str, lease_id: int | str, ref_json: str, reason: str) -> int:
+        """The scrub and the commit of a completion that began (``_store_lock``
+        held); returns how many producers wait (to notify once the lock is released)."""
+        try:
+            self._store.scrub(SampleRef.from_json(ref_json))
+        except BaseException:
+            with self._connection(call):
+                self._run("abort", sample_id, lease_id)
+            raise
+        with self._connection(call):
+            producers = self._run("finish", sample_id, lease_id, reason)
+        if producers == -1:  # pragma: no cover (a scrub that outlived _FINISH_TTL_MS)
+            raise RuntimeError(
+                f"{call}({sample_id!r}): the store's scrub took longer than {_FINISH_TTL_MS} ms and the lease "
+                f"was taken back meanwhile; its data is gone. Make the store's scrub O(1) bookkeeping"
+            )
+        return int(producers)
 
     def _notify_room(self, call: str) -> None:
         """Wake the waiting producers again, now that the data is scrubbed."""
@@ -487,12 +514,12 @@ class RedisSampleRefQueue:
         sample_id, lease_id = self._check_lease("fail", lease)
         with self._store_lock:
             with self._connection("fail"):
-                answer = self._run("fail", sample_id, lease_id)
+                answer = self._run("fail", sample_id, lease_id, _FINISH_TTL_MS)
             if answer == 0:
                 return False
             dead_ref, producers = answer
-            if dead_ref:
-                self._store.scrub(SampleRef.from_json(dead_ref))
+            if dead_ref:  # at max_deliveries: dead-lettered
+                producers = self._scrub_and_finish("fail", sample_id, lease_id, dead_ref, MAX_DELIVERIES_REASON)
         if dead_ref and producers:
             self._notify_room("fail")
         return True
@@ -523,16 +550,24 @@ class RedisSampleRefQueue:
     def reclaim_expired(self) -> int:
         """Take back every lease whose deadline is ``<= now``, in order of
         deadline, ties by sample id; returns how many."""
-        with self._store_lock:
-            now = "" if self._now is None else repr(float(self._now()))
-            with self._connection("reclaim_expired"):
-                answer = self._run("reclaim", now)
-            count, producers, *dead = answer
-            for ref_json in dead:
-                self._store.scrub(SampleRef.from_json(ref_json))
-        if dead and producers:
-            self._notify_room("reclaim_expired")
-        return int(count)
+        total = 0
+        notify = False
+        try:
+            with self._store_lock:
+                now = "" if self._now is None else repr(float(self._now()))
+                while True:
+                    with self._connection("reclaim_expired"):
+                        now, count, producers, *dead = self._run("reclaim", now, _FINISH_TTL_MS)
+                    total += int(count)
+                    if not dead:
+                        return total
+                    sample_id, lease_id, ref_json = dead
+                    if self._scrub_and_finish("reclaim_expired", sample_id, lease_id, ref_json, MAX_DELIVERIES_REASON):
+                        notify = True
+                    total += 1
+        finally:
+            if notify:
+                self._notify_room("reclaim_expired")
 
     def close(self) -> None:
         """No more puts, for every client of the queue; what is pending or
@@ -781,6 +816,11 @@ def make(store: Any, clock: Any, **config: Any) -> RedisSampleRefQueue:
     option ``url``, or on a throwaway ``redis-server`` this process starts
     on a free loopback port (no persistence) and stops at exit.  Options
     (``refqueue certify ... -o key=value``): ``url``, ``prefix``."""
+    return build(RedisSampleRefQueue, store, clock, **config)
+
+
+def build(queue_class: type[RedisSampleRefQueue], store: Any, clock: Any, **config: Any) -> RedisSampleRefQueue:
+    """``make`` for ``queue_class`` (a subclass of ``RedisSampleRefQueue``)."""
     options = {key: config.pop(key) for key in _FACTORY_OPTIONS if key in config}
     from refqueue.conformance.contract import CONFIG_KEYS
 
@@ -797,7 +837,7 @@ def make(store: Any, clock: Any, **config: Any) -> RedisSampleRefQueue:
         url = _throwaway_url()
     seconds = config.pop("visibility_timeout", None)
     timeout = None if seconds is None else VisibilityTimeout(seconds)
-    return RedisSampleRefQueue(
+    return queue_class(
         store,
         timeout,
         client=_client(url),

@@ -1,6 +1,13 @@
 """``refqueue certify [MODULE:FACTORY] [--profile ci|deep] [--steps N] [--seed S]
-[--report DIR] [--exhaustive] [--producer-bound SECONDS] [--wake-bound SECONDS] [--timeout SECONDS]``:
-certify a backend against the reference model.
+[--report DIR] [--exhaustive] [--producer-bound SECONDS] [--wake-bound SECONDS] [--timeout SECONDS]
+[-o KEY=VALUE ...]``: certify a backend against the reference model.
+
+``-o key=value`` (repeatable) passes a backend option to every factory call,
+besides the kit's keys: the value is parsed as JSON when it parses
+(``-o retries=3`` is an int, ``-o tls=true`` a bool), else kept as a string
+(``-o url=redis://127.0.0.1:6380/0``).  Before the run the factory is called
+once with the options; a ``TypeError``/``ValueError`` from it (an unknown
+option, a bad value) exits 2 with its message.
 
 Exit status: 0 with a certificate (JSON and Markdown) in the report folder;
 1 when the backend diverges from the model, after printing the shortest
@@ -113,6 +120,70 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"backend call that hangs (default: {DEFAULT_TIMEOUT_S:.0f})",
     )
     parser.add_argument("--no-progress", action="store_true", help="draw no progress bar")
+    parser.add_argument(
+        "-o",
+        "--option",
+        dest="options",
+        action="append",
+        type=_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="a backend option passed to every factory call (repeatable); VALUE is parsed as JSON when it "
+        "parses, else taken as a string, e.g. -o url=redis://127.0.0.1:6380/0",
+    )
+
+
+def _option(text: str) -> tuple[str, Any]:
+    """``key=value`` -> ``(key, value)``, the value JSON when it parses, else the string."""
+    import json
+
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEY=VALUE with KEY a Python identifier; pass e.g. -o url=redis://127.0.0.1:6380/0"
+        )
+    from refqueue.conformance.contract import CONFIG_KEYS
+
+    if key in CONFIG_KEYS:
+        raise argparse.ArgumentTypeError(
+            f"-o {key}=...: {key!r} is a key the kit passes itself ({', '.join(CONFIG_KEYS)}); pass backend options only"
+        )
+    try:
+        value: Any = json.loads(raw)
+    except ValueError:
+        value = raw
+    return key, value
+
+
+def _options(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The options as a dict; a key given twice is an error (exit 2)."""
+    options: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in options:
+            raise ValueError(f"-o {key}= is given twice ({options[key]!r} and {value!r}); pass each option once")
+        options[key] = value
+    return options
+
+
+def _probe(backend: Any, options: dict[str, Any]) -> str | None:
+    """Call the factory once with ``options`` (on the kit's default store):
+    the factory's rejection of them as a message, or None when it accepts them."""
+    from refqueue.clock import ManualClock
+    from refqueue.conformance.samples import default_store
+
+    store = backend.make_store() if backend.make_store is not None else default_store()
+    config = {"visibility_timeout": 30.0, "on_pause": None, "on_resume": None}
+    try:
+        queue = backend.factory(store, ManualClock(100.0), **options, **config)
+    except (TypeError, ValueError) as exc:
+        return f"{backend.target} rejects the options {options}: {exc}"
+    except Exception as exc:  # e.g. a server named by an option that cannot be reached
+        return f"{backend.target} cannot be built with the options {options}: {type(exc).__name__}: {exc}"
+    close = getattr(queue, "close", None)
+    if callable(close):
+        close()
+    return None
 
 
 def run(args: Any) -> int:
@@ -125,6 +196,16 @@ def run(args: Any) -> int:
     except (TypeError, ValueError) as exc:
         print(f"refqueue certify: {exc}", file=sys.stderr)
         return 2
+    try:
+        options = _options(getattr(args, "options", []))
+    except ValueError as exc:
+        print(f"refqueue certify: {exc}", file=sys.stderr)
+        return 2
+    if options:
+        rejected = _probe(backend, options)
+        if rejected is not None:
+            print(f"refqueue certify: {rejected}", file=sys.stderr)
+            return 2
     unwritable = _unwritable(args.report)
     if unwritable is not None:  # found before a run of minutes, not after it
         print(f"refqueue certify: {unwritable}", file=sys.stderr)
@@ -139,6 +220,7 @@ def run(args: Any) -> int:
             progress=Progress(enabled=not args.no_progress),
             producer_bound=args.producer_bound,
             wake_bound=args.wake_bound,
+            options=options or None,
         ),
         getattr(args, "timeout", DEFAULT_TIMEOUT_S),
     )

@@ -1,0 +1,48 @@
+"""Mutant of the Redis backend: ``ack`` is not fenced.
+
+It completes the sample if it is leased at all, by sample id alone, the way
+a raw stream ``XACK`` does (measured on Redis 7.0: an ``XACK`` from the old
+owner after ``XCLAIM`` returns 1 and completes the new owner's delivery).
+A consumer whose lease was reclaimed and redelivered to another therefore
+acks the new consumer's delivery (D1).  Needs ``redis-server`` (the factory
+starts a throwaway one on a loopback port).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from refqueue.backends import redis as redis_backend
+from refqueue.backends._redis_scripts import PRELUDE
+
+# The fenced ack begins only if the record's lease id is the lease's; this
+# one begins if the sample is leased at all, and finishes whatever lease is live.
+_UNFENCED_BEGIN = PRELUDE + r"""
+local id = ARGV[4]
+local lease_id = redis.call('HGET', LEASE, id)
+if not lease_id or finishing(id) then return 0 end
+return {lease_id, begin_finish(id, lease_id, ARGV[5])}
+"""
+
+
+class UnfencedAck(redis_backend.RedisSampleRefQueue):
+    def ack(self, lease: Any) -> bool:
+        sample_id, _lease_id = self._check_lease("ack", lease)
+        with self._store_lock:
+            with self._connection("ack"):
+                answer = self._redis.eval(_UNFENCED_BEGIN, 1, self._prefix, *self._config_args, sample_id, 60_000)
+            if answer == 0:
+                return False
+            live_id, ref_json = answer
+            producers = self._scrub_and_finish("ack", sample_id, live_id, ref_json, "")
+        if producers:
+            self._notify_room("ack")
+        return True
+
+
+def make(store: Any, clock: Any, **config: Any) -> UnfencedAck:
+    """``refqueue.backends.redis:make`` building the unfenced queue."""
+    return redis_backend.build(UnfencedAck, store, clock, **config)  # type: ignore[return-value]
+
+
+make.capabilities = redis_backend.make.capabilities  # type: ignore[attr-defined]
