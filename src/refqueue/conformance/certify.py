@@ -58,6 +58,7 @@ import json
 import platform
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -350,6 +351,7 @@ def certify(
     phases: tuple[str, ...] = PHASES,
     producer_bound: float | None = None,
     wake_bound: float | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Certificate:
     """Certify ``backend`` (a ``Backend`` or ``"module:factory"``); see the module docstring.
 
@@ -357,13 +359,17 @@ def certify(
     runs a subset of ``PHASES`` (the pytest plugin runs one per test);
     ``producer_bound`` overrides the profile's bound (seconds) on a blocked
     producer of the producers phase; ``wake_bound`` the profile's bound
-    (seconds) on a wakeup of the blocking phase.
+    (seconds) on a wakeup of the blocking phase.  ``options`` are passed to
+    every factory call besides the kit's keys (``refqueue certify -o key=value``).
     """
     unknown = [p for p in phases if p not in PHASES]
     if unknown or not phases:
         raise ValueError(f"phases must be a non-empty subset of {PHASES}, got {phases!r}")
     if isinstance(backend, str):
         backend = load_backend(backend)
+    if options:
+        make, fixed = backend.factory, dict(options)
+        backend = dataclasses.replace(backend, factory=lambda store, clock, **kw: make(store, clock, **fixed, **kw))
     if isinstance(profile, str):
         if profile not in PROFILES:
             raise ValueError(f"unknown profile {profile!r}; use one of {sorted(PROFILES)}")
