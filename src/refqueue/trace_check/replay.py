@@ -16,8 +16,9 @@ store is not logged:
 * **An unlogged store** (no ``store_open`` for the queue's store): the
   store's ``resident_bytes`` is an input the queue reads; each ``try_put``
   sets the model's to the logged health read before the step.
-* **Finished records are compacted**: a sample acked or dead-lettered (out
-  of the dedup window, data not resident) leaves ``ids``/``recs``; its
+* **Finished records are compacted**: once finished records outnumber the
+  others, every sample acked or dead-lettered (out of the dedup window, data
+  not resident) leaves ``ids``/``recs`` at once; its
   incarnation is kept and restored as a terminal record if the id comes back,
   so ``put``/``store_put`` see exactly the record they would have (the
   dead-letter list keeps only its newest entry; no action reads it).  This keeps
@@ -53,6 +54,7 @@ __all__ = ["QueueReplay", "BadTrace", "describe_state"]
 # The records whose model action reads the model's clock: the model ticks to
 # their time first.  (Every other action is independent of ``now``.)
 _TIMED = frozenset({"acquire", "extend", "reclaim"})
+_FINISHED = frozenset({ACKED, DEAD})
 
 
 class BadTrace(ValueError):
@@ -97,6 +99,7 @@ class QueueReplay:
         self.store_logged = store_open is not None
         self.leases: dict[int, ModelLease] = {}
         self.incarnations: dict[str, int] = {}  # compacted ids -> their last incarnation
+        self.finished = 0  # finished records in ids/recs since the last compaction
         self.scrubbed: dict[str, int] = {}  # sample -> seq of a store scrub of live data, awaiting its finish
         self.announced: str | None = None  # a pause/resume record awaiting its try_put
         self.samples: set[str] = set()
@@ -161,24 +164,30 @@ class QueueReplay:
             rec = Rec(ACKED, inc, 0, 0, None, False, 0)
             self.state = s._replace(ids=s.ids + (sample_id,), recs=s.recs + (rec,))
 
-    def _compact(self, sample_id: str) -> None:
+    def _compact(self) -> None:
+        """Drop every finished record (acked or dead, data gone, out of the
+        dedup window) from ids/recs at once, keeping its incarnation."""
         s = self.state
-        i = A.find(s, sample_id)
-        if i < 0:
-            return
-        rec = s.recs[i]
-        if rec.status not in (ACKED, DEAD) or rec.resident or (self.cfg.dedup_window and sample_id in s.completed):
-            return
-        self.incarnations[sample_id] = rec.incarnation
+        completed = set(s.completed) if self.cfg.dedup_window else ()
+        ids, recs = [], []
+        for sid, rec in zip(s.ids, s.recs):
+            if rec.status in _FINISHED and not rec.resident and sid not in completed:
+                self.incarnations[sid] = rec.incarnation
+            else:
+                ids.append(sid)
+                recs.append(rec)
         self.state = State(
-            s.now, s.closed, s.paused, s.pending, s.ids[:i] + s.ids[i + 1 :], s.recs[:i] + s.recs[i + 1 :],
+            s.now, s.closed, s.paused, s.pending, tuple(ids), tuple(recs),
             s.resident_bytes, s.resident_count, s.dead[-1:], s.completed, s.parked,
         )
+        self.finished = 0
 
     def _after_finish(self, sample_id: str, before_completed: tuple[str, ...]) -> None:
-        self._compact(sample_id)
-        if self.cfg.dedup_window and before_completed and before_completed[0] not in self.state.completed:
-            self._compact(before_completed[0])  # left the dedup window just now
+        """Count a finished sample; compact once they are a quarter of ids
+        (amortised O(1) per finish, and ids stays O(live samples))."""
+        self.finished += 1
+        if self.finished > 64 and 4 * self.finished > len(self.state.ids):
+            self._compact()
 
     def _lease(self, record: dict[str, Any]) -> ModelLease | str:
         lease_id = _field(record, "lease")
