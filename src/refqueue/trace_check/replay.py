@@ -16,10 +16,9 @@ store is not logged:
 * **An unlogged store** (no ``store_open`` for the queue's store): the
   store's ``resident_bytes`` is an input the queue reads; each ``try_put``
   sets the model's to the logged health read before the step.
-* **Finished records are compacted**: once finished records outnumber the
-  others, every sample acked or dead-lettered (out of the dedup window, data
-  not resident) leaves ``ids``/``recs`` at once; its
-  incarnation is kept and restored as a terminal record if the id comes back,
+* **Finished records are compacted**: once finished records are a quarter
+  of ``ids``, every sample acked or dead-lettered (out of the dedup window,
+  data not resident) leaves ``ids``/``recs`` at once; its incarnation is kept and restored as a terminal record if the id comes back,
   so ``put``/``store_put`` see exactly the record they would have (the
   dead-letter list keeps only its newest entry; no action reads it).  This keeps
   every action O(live samples), not O(samples ever seen).
