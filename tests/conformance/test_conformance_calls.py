@@ -1,0 +1,58 @@
+"""The calls phase: each check passes on the correct backends, catches the
+mutant made for it, and is listed as not run where a capability rules it out."""
+
+import pytest
+
+from refqueue.conformance import load_backend
+from refqueue.conformance.calls import CHECKS, ScrubSwitch, check_calls
+from refqueue.conformance.samples import STORE_META, default_store, sample_tensors
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.mark.parametrize("target", ["refqueue.conformance.backends:inprocess", "conformance.mutants._base:make"])
+def test_correct_backends_pass_every_call(target):
+    report = check_calls(target)
+    assert report.ok, report.failure
+    assert list(report.checks) == list(CHECKS) and report.not_run == {}
+
+
+@pytest.mark.parametrize(
+    "mutant, check, says",
+    [
+        ("json_drops_redelivery", "json-round-trip", "redelivery_count is 0, not 1"),
+        ("same_epoch", "two-queues-one-store", "share the epoch 'queue'"),
+        ("ack_before_scrub", "scrub-fails", "outstanding_count() is 0, expected 1"),
+        ("deadline_heap_1000", "deadline-soak", "q.reclaim_expired(): returned"),
+        ("epoch_empty_accepted", "lease-epoch-empty", "returned True; docs/API.md says it raises ('foreign')"),
+    ],
+)
+def test_each_call_mutant_is_caught_by_its_check(mutant, check, says):
+    report = check_calls(f"conformance.mutants.{mutant}:make")
+    assert report.failed_check == check and says in report.failure, report.failure
+
+
+def test_a_check_the_capabilities_rule_out_is_listed_as_not_run():
+    report = check_calls("conformance.legal.seed_api:make")
+    assert report.ok, report.failure
+    assert report.not_run == {"json-round-trip": "lease_json=False declared"}
+
+
+def test_the_failing_store_refuses_scrub_only_on_demand():
+    inner = default_store()
+    store = ScrubSwitch(inner)
+    try:
+        ref = store.put("a", sample_tensors(1, 1), num_tokens=1, **STORE_META)
+        store.failing = True
+        with pytest.raises(OSError, match="failed on demand"):
+            store.scrub(ref)
+        assert store.health().sample_count == 1 and store.scrubs_refused == 1
+        store.failing = False
+        assert store.scrub(ref) is True and store.health().sample_count == 0
+    finally:
+        inner.close()
+
+
+def test_check_names_are_validated():
+    with pytest.raises(ValueError, match="checks must be a non-empty subset"):
+        check_calls(load_backend("conformance.mutants._base:make"), checks=("nope",))

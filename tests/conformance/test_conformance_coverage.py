@@ -1,0 +1,52 @@
+"""Interesting situations: the kit worlds hold them, the predicates name them,
+and the in-process queue reaches every one under the ci profile."""
+
+import time
+
+import pytest
+
+from refqueue.conformance.certify import certify
+from refqueue.conformance.contract import Capabilities
+from refqueue.conformance.coverage import SITUATIONS, Reach, situations_of
+from refqueue.conformance.walks import KIT_WORLDS, kit_world
+from refqueue.model.world import make_world
+
+pytestmark = pytest.mark.torch
+
+
+def test_the_default_world_is_unchanged_by_the_kit_options():
+    assert make_world() == make_world(dedup_window=0, give_up=False, dead_letter=False, extend_by=(), reclaim_any_time=False)
+
+
+def test_every_situation_is_held_by_some_kit_world():
+    held = set()
+    for name in KIT_WORLDS:
+        wg, _ = kit_world(name, Capabilities())
+        nodes = wg.graph.nodes
+        for src, action, arg, dst, value in wg.edges:
+            held.update(situations_of(wg.world, nodes[src], action, arg, nodes[dst], value))
+    assert held == {s.name for s in SITUATIONS}
+
+
+def test_the_agreement_world_alone_never_holds_three_live_samples():
+    wg, _ = kit_world("agreement", Capabilities())
+    nodes = wg.graph.nodes
+    assert max(sum(r.status in ("pending", "leased") for r in n.state.recs) for n in nodes) < 3
+
+
+def test_situations_a_backend_cannot_reach_do_not_count():
+    reach = Reach(Capabilities(dead_letter=False, dedup_window=False).to_dict())
+    out = reach.to_dict()["out_of_reach"]
+    assert out["replay_refused"] == "needs dedup_window" and out["dead_letter"] == "needs dead_letter"
+    assert reach.counts() == (0, len(SITUATIONS) - 3)
+
+
+def test_the_inprocess_queue_reaches_every_situation_under_ci():
+    started = time.perf_counter()
+    cert = certify("refqueue.conformance.backends:inprocess", profile="ci", phases=("walks",))
+    assert cert.passed, cert.counterexample
+    situations = cert.coverage["situations"]
+    assert situations["never_reached"] == [] and situations["reached_count"] == len(SITUATIONS)
+    assert set(cert.coverage["world_graph"]["worlds"]) == set(KIT_WORLDS)
+    assert "## Interesting situations reached" in cert.to_markdown()
+    print(f"walks phase of the in-process queue: {time.perf_counter() - started:.1f} s")
