@@ -310,10 +310,11 @@ return {lease_id, id, redis.call('HGET', REFS, id), redis.call('HGET', REDELIV, 
 """,
     # Completing a sample takes two scripts around the store's scrub (D2: a
     # scrub that raises commits nothing).  ARGV[4] id, ARGV[5] lease id, ARGV[6]
-    # the marker's lifetime (ms) -> the ref to scrub | 0 (stale, or being completed)
+    # the marker's lifetime (ms) -> the ref to scrub | 0 (stale).  Beginning again
+    # with the same lease (a retry after a lost reply) renews the marker.
     "begin": r"""
 local id = ARGV[4]
-if redis.call('HGET', LEASE, id) ~= ARGV[5] or finishing(id) then return 0 end
+if redis.call('HGET', LEASE, id) ~= ARGV[5] then return 0 end
 return begin_finish(id, ARGV[5], ARGV[6])
 """,
     # the scrub raised: the lease is as it was.  ARGV[4] id, ARGV[5] lease id

@@ -62,6 +62,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import redis as redis_py
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from refqueue._checks import (
     check_count,
@@ -93,7 +95,14 @@ _PRODUCER_TTL_MS = 10_000
 _FINISH_TTL_MS = 60_000
 # How the queue's own clients connect: str answers; a blocked call's socket
 # outlives its BLPOP slice; a server that does not answer is an error, not a hang.
-_CLIENT_OPTIONS = {"decode_responses": True, "socket_timeout": BLOCK_SLICE + 10.0, "socket_connect_timeout": 10.0}
+# No automatic retry: a script whose reply was lost may have committed, and
+# running it again is the caller's decision (lease_state says where a lease stands).
+_CLIENT_OPTIONS = {
+    "decode_responses": True,
+    "socket_timeout": BLOCK_SLICE + 10.0,
+    "socket_connect_timeout": 10.0,
+    "retry": Retry(NoBackoff(), 0),
+}
 _monotonic = time.monotonic
 # Each script's full source and its SHA1 (what EVALSHA names it by).
 _SOURCES = {op: PRELUDE + body for op, body in SCRIPTS.items()}

@@ -1,0 +1,137 @@
+"""Faults against a real redis-server (issue 11, Build item 5): a consumer
+process SIGKILLed mid-lease, the server killed and restarted with its
+append-only file, a connection dropped in the middle of an ack."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import os
+import signal
+
+import pytest
+
+import _workers
+from helpers import queue, ref
+from proxy import DroppingProxy
+from refqueue.backends.redis import RedisUnavailable
+from refqueue.clock import ManualClock
+from refqueue.queue import Lease
+
+pytestmark = pytest.mark.redis
+
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def _receive(conn, what: str, timeout: float = 120.0):
+    assert conn.poll(timeout), f"no answer from the {what} process within {timeout} s"
+    return conn.recv_bytes().decode()
+
+
+def test_a_consumer_killed_mid_lease_its_sample_is_redelivered_and_completed_exactly_once(redis_server, queue_name):
+    clock = ManualClock(100.0)
+    q = queue(redis_server.url, queue_name, clock=clock)
+    ids = [f"s{i}" for i in range(10)]
+    for sample_id in ids:
+        q.put(ref(sample_id))
+
+    mine, theirs = SPAWN.Pipe()
+    victim = SPAWN.Process(target=_workers.hold_one_lease, args=(redis_server.url, queue_name, theirs))
+    victim.start()
+    held = Lease.from_json(_receive(mine, "victim"))
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.join(30)
+    assert victim.exitcode == -signal.SIGKILL
+    assert q.outstanding_count() == 1  # its lease outlives it
+
+    results, theirs = SPAWN.Pipe()
+    worker = SPAWN.Process(target=_workers.consume_until_drained, args=(redis_server.url, queue_name, theirs))
+    worker.start()
+    clock.advance(30.0)  # past the dead consumer's deadline (the worker's leases: 130 + ...)
+    reclaimed = q.reclaim_expired()
+    q.close()
+    seen = json.loads(_receive(results, "worker"))
+    worker.join(30)
+    assert worker.exitcode == 0
+
+    assert reclaimed >= 1
+    completed = [sample_id for sample_id, _, acked in seen if acked]
+    assert sorted(completed) == sorted(ids)  # every sample exactly once
+    assert [count for sample_id, count, _ in seen if sample_id == held.ref.sample_id] == [1]
+    assert q.ack(held) is False  # the dead consumer's lease is stale
+    assert q.is_drained
+
+
+def test_the_server_killed_and_restarted_loses_no_pending_sample_and_redelivers_no_acked_one(persistent_server, queue_name):
+    q = queue(persistent_server.url, queue_name)
+    ids = [f"s{i:02d}" for i in range(20)]
+    for sample_id in ids:
+        q.put(ref(sample_id))
+    acked = []
+    for _ in range(5):
+        lease = q.acquire_nowait()
+        assert q.ack(lease)
+        acked.append(lease.ref.sample_id)
+    leased = [q.acquire_nowait() for _ in range(3)]
+
+    persistent_server.kill()  # SIGKILL: only what appendfsync always wrote survives
+    persistent_server.start()
+    # The pooled connection died with the server: the first call may say so, clearly.
+    with contextlib.suppress(RedisUnavailable):
+        q.pending_count()
+    assert (q.pending_count(), q.outstanding_count()) == (12, 3)
+    for lease in leased:
+        assert q.ack(lease) is True  # still live after the restart
+    rest = []
+    while (lease := q.acquire_nowait()) is not None:
+        rest.append(lease.ref.sample_id)
+        q.ack(lease)
+    assert rest == ids[8:]  # FIFO kept; nothing lost
+    assert not set(rest) & set(acked)  # nothing acked delivered again
+
+
+@pytest.fixture
+def proxied(redis_server, queue_name):
+    proxy = DroppingProxy(redis_server.port)
+    q = queue(proxy.url, queue_name)
+    yield proxy, q
+    proxy.close()
+
+
+def test_an_ack_whose_request_never_arrived_is_live_and_retried(proxied):
+    proxy, q = proxied
+    q.put(ref("a"))
+    lease = q.acquire_nowait()
+    proxy.drop_next("request")
+    with pytest.raises(RedisUnavailable, match="lease_state"):
+        q.ack(lease)
+    assert proxy.dropped.is_set()
+    assert q.lease_state(lease) == "live"  # it did not commit: retry
+    assert q.ack(lease) is True
+    assert q.lease_state(lease) == "acked"
+
+
+def test_an_ack_whose_commit_reply_was_lost_is_known_to_have_committed(proxied):
+    proxy, q = proxied
+    q.put(ref("a"))
+    lease = q.acquire_nowait()
+    proxy.drop_next("reply", after=1)  # the begin's reply passes; the finish's is lost
+    with pytest.raises(RedisUnavailable):
+        q.ack(lease)
+    assert proxy.dropped.is_set()
+    assert q.lease_state(lease) == "acked"  # it committed: do not retry
+    assert q.outstanding_count() == 0
+    assert q.ack(lease) is False
+
+
+def test_an_ack_whose_first_reply_was_lost_may_be_retried(proxied):
+    proxy, q = proxied
+    q.put(ref("a"))
+    lease = q.acquire_nowait()
+    proxy.drop_next("reply")  # the begin ran, its reply is lost
+    with pytest.raises(RedisUnavailable):
+        q.ack(lease)
+    assert q.lease_state(lease) == "live"
+    assert q.ack(lease) is True  # beginning again with the same lease is allowed
+    assert q.outstanding_count() == 0
