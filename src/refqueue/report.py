@@ -64,7 +64,7 @@ def _scale(lo: float, hi: float, a: float, b: float):  # type: ignore[no-untyped
     return lambda v: a + (v - lo) / span * (b - a)
 
 
-def _axes(x0: float, x1: float, y0: float, y1: float, xlabel: str, ylabel: str) -> list[str]:
+def _axes(x0: float, x1: float, y0: float, y1: float, xlabel: str, ylabel: str, xticks: bool = True) -> list[str]:
     parts = [
         f'<line x1="{PAD_L}" y1="{H - PAD_B}" x2="{W - PAD_R}" y2="{H - PAD_B}" stroke="#333"/>',
         f'<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{H - PAD_B}" stroke="#333"/>',
@@ -77,7 +77,8 @@ def _axes(x0: float, x1: float, y0: float, y1: float, xlabel: str, ylabel: str) 
         yv = y0 + (y1 - y0) * k / 4
         sx = PAD_L + (W - PAD_L - PAD_R) * k / 4
         sy = H - PAD_B - (H - PAD_T - PAD_B) * k / 4
-        parts.append(f'<text x="{sx:.1f}" y="{H - PAD_B + 13}" font-size="10" text-anchor="middle">{xv:.3g}</text>')
+        if xticks:
+            parts.append(f'<text x="{sx:.1f}" y="{H - PAD_B + 13}" font-size="10" text-anchor="middle">{xv:.3g}</text>')
         parts.append(f'<text x="{PAD_L - 4}" y="{sy + 3:.1f}" font-size="10" text-anchor="end">{yv:.3g}</text>')
     return parts
 
@@ -261,7 +262,7 @@ def _lease_age_plot(hist) -> tuple[str, str, str]:  # type: ignore[no-untyped-de
     buckets = hist["buckets"]
     n = len(buckets)
     top = max([c for _, c in buckets] + [1])
-    parts = _axes(0, n, 0, top, "lease age (s, bucket upper bound)", "leases")
+    parts = _axes(0, n, 0, top, "lease age (s, bucket upper bound)", "leases", xticks=False)
     slot = (W - PAD_L - PAD_R) / n
     sy = _scale(0.0, top, H - PAD_B, PAD_T)
     for i, (bound, count) in enumerate(buckets):
@@ -269,9 +270,12 @@ def _lease_age_plot(hist) -> tuple[str, str, str]:  # type: ignore[no-untyped-de
         parts.append(f'<rect class="bar" x="{x + 2:.1f}" y="{sy(count):.1f}" width="{slot - 4:.1f}" '
                      f'height="{max(0.5, H - PAD_B - sy(count)):.1f}" fill="#1f77b4"/>')
         label = "inf" if bound == float("inf") else f"{bound:g}"
-        parts.append(f'<text x="{x + slot / 2:.1f}" y="{PAD_T + 10}" font-size="9" text-anchor="middle">{label}</text>')
+        parts.append(f'<text x="{x + slot / 2:.1f}" y="{H - PAD_B + 13}" font-size="9" text-anchor="middle">{label}</text>')
+        if count:
+            parts.append(f'<text x="{x + slot / 2:.1f}" y="{sy(count) - 3:.1f}" font-size="9" '
+                         f'text-anchor="middle">{count}</text>')
     note = (f"acquire to live ack/fail/dead-letter: {hist['count']} leases, mean {hist['mean']:.4g} s, "
-            f"max {hist['max']:.4g} s (bucket bounds on top)")
+            f"max {hist['max']:.4g} s")
     return "Lease ages", note, _svg("lease-ages", parts)
 
 
@@ -310,6 +314,7 @@ def _cumulative_plot(mine, t0, span) -> tuple[str, str, str]:  # type: ignore[no
 def _bottleneck_plot(metrics) -> tuple[str, str, str]:  # type: ignore[no-untyped-def]
     values = [("producers blocked (paused)", metrics["producer_blocked_seconds"], "#d62728"),
               ("consumers idle (empty queue)", metrics["consumer_empty_wait_seconds"], "#1f77b4")]
+    # summed over threads: thread-seconds
     top = max(v for _, v, _ in values) or 1.0
     parts = []
     for i, (label, v, color) in enumerate(values):
@@ -320,5 +325,6 @@ def _bottleneck_plot(metrics) -> tuple[str, str, str]:  # type: ignore[no-untype
         parts.append(f'<text x="{204 + width:.1f}" y="{y + 22}" font-size="12">{v:.3f} s</text>')
     side = {"consumer": "the consumers (producers wait for room)",
             "producer": "the producers (consumers wait for work)", "none": "neither side waited"}
-    note = f"bottleneck: {side[metrics['bottleneck']]}"
+    note = (f"bottleneck: {side[metrics['bottleneck']]}; thread-seconds summed over all producers / consumers "
+            f"(paused time of the queue: {metrics['paused_seconds']:.3f} s)")
     return "Producer vs consumer bottleneck", note, _svg("bottleneck", parts)
