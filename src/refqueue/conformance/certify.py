@@ -6,9 +6,19 @@ A certification runs these phases, stopping at the first failure:
                   empty hysteresis band, a half-set effective watermark pair,
                   ...) must make the factory raise ``TypeError``/``ValueError``;
                   those it accepts must construct
-``walks``         seeded random walks on the explorer's world graph
-                  (``refqueue.conformance.walks``), or with ``exhaustive`` a
-                  cover of every node and transition of it
+``walks``         seeded random walks on the explorer's world graphs of
+                  the kit's bounded worlds (``refqueue.conformance.walks``:
+                  the agreement world and three wider ones), or with
+                  ``exhaustive`` a cover of every transition of each; the
+                  interesting situations reached are reported
+                  (``refqueue.conformance.coverage``)
+``calls``         values and calls no other phase makes, each on a fresh
+                  queue with bounded waits (``refqueue.conformance.calls``):
+                  ``acquire(poll_interval=math.inf)``, the reclaimer started
+                  twice, ``with queue:``, leases with an altered epoch, two
+                  queues on one store, a store whose ``scrub`` fails, JSON
+                  round trips field by field, a soak of 1,200 deadlines.  A
+                  failure's replay runs the failing check again
 ``lockstep``      the Hypothesis state machine (``refqueue.conformance.lockstep``)
 ``threads``       real multi-threaded histories (``refqueue.conformance.history``),
                   each checked for linearizability against the model
@@ -44,9 +54,10 @@ A certification runs these phases, stopping at the first failure:
                   check again
 
 The certificate records the backend, the kit's version, the profile, the
-seed, examples and steps, the coverage of the world graph (share of its
-transitions, nodes and actions exercised, the actions never tried) and of
-the lockstep operations, the capabilities checked, and the duration.  A
+seed, examples and steps, the coverage of the world graphs (share of their
+transitions, nodes and actions exercised, per world and in total, the
+actions never tried, the interesting situations reached) and of the
+lockstep operations, the capabilities checked, and the duration.  A
 failure carries the shortest failing run found, rendered as a pytest
 function that replays it.
 """
