@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import shutil
@@ -12,8 +11,6 @@ import sys
 import pytest
 from events_helpers import ROOT
 
-from refqueue.events import EventLog, JsonlSink
-from refqueue.queue import SampleRefQueue
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PLOTS = ("residency", "rates", "lease-ages", "redeliveries", "bottleneck")
@@ -35,23 +32,6 @@ window.addEventListener('load', () => {
   document.body.appendChild(pre);
 });
 </script>"""
-
-
-@pytest.fixture(scope="module")
-def stress_log(tmp_path_factory):
-    """The stress test of tests/queue, recorded: pauses, fails, reclaims, stale acks."""
-    import test_queue_stress as stress
-
-    path = tmp_path_factory.mktemp("report") / "stress.jsonl"
-    sink = JsonlSink(path)
-    original = stress.SampleRefQueue
-    stress.SampleRefQueue = functools.partial(SampleRefQueue, events=EventLog(sink))
-    try:
-        stress.test_every_sample_completes_exactly_once_under_stress(stress.BytesData)
-    finally:
-        stress.SampleRefQueue = original
-        sink.close()
-    return path
 
 
 def run_report(*args):

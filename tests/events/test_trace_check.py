@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
@@ -46,17 +45,11 @@ def test_a_correct_run_passes_with_counts():
     assert (result.samples, result.leases, result.redeliveries, result.dead_letters) == (6, 7, 2, 1)
 
 
-def test_stress_test_log_passes_trace_check(tmp_path, monkeypatch):
-    """The stress test of tests/queue, unchanged, with its queue recording to a JSONL file."""
+def test_stress_test_log_passes_trace_check(stress_log):
+    """The stress test of tests/queue, unchanged, recorded to JSONL (conftest.stress_log)."""
     import test_queue_stress as stress
 
-    path = tmp_path / "stress.jsonl"
-    sink = JsonlSink(path)
-    log = EventLog(sink)
-    monkeypatch.setattr(stress, "SampleRefQueue", functools.partial(SampleRefQueue, events=log))
-    stress.test_every_sample_completes_exactly_once_under_stress(stress.BytesData)
-    sink.close()
-    proc = run_cli("trace-check", str(path), "--json")
+    proc = run_cli("trace-check", str(stress_log), "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     counts = json.loads(proc.stdout)
     assert counts["ok"] and counts["samples"] == stress.SAMPLES
