@@ -11,7 +11,7 @@ from events_helpers import ROOT, recorded_queue, refs
 
 from refqueue._bench_queue import CounterStore
 from refqueue.clock import ManualClock
-from refqueue.events import EventLog, JsonlSink, RecordedBackend, RingSink
+from refqueue.events import EventLog, RecordedBackend, RingSink
 from refqueue.queue import SampleRefQueue
 from refqueue.trace_check import BadTrace, Monitor, TraceViolation, check_records
 
