@@ -1,0 +1,531 @@
+"""``SharedDirFeatureStore``: tensors as safetensors files in a directory that
+many processes (on many machines, over a shared mount) use at once.
+
+Layout under ``root``::
+
+    samples/<sample_id>.safetensors   published samples (the ref's JSON in the header's metadata)
+    tmp/<host>.<pid>.<hex>.<sample_id>.part   puts being written
+    .refqueue/lock                    fcntl lock file: every change of the counters holds it
+    .refqueue/counters.json           {"resident_bytes": ..., "sample_count": ...}
+
+Design notes
+------------
+* **Atomic publish.**  ``put`` is ``stage`` (write the whole file under
+  ``tmp/``, fsync it when ``fsync=True``) and then ``publish``: with the lock
+  held, ``os.link`` of the temporary to its final name (which fails if the
+  name exists: no put ever replaces data) and the counters; then the
+  temporary's name is removed.  A reader sees a sample whole or not at all;
+  a producer killed before ``publish`` leaves only a temporary, which
+  ``gc`` removes once its writer is dead.
+* **Counters shared by processes.**  ``counters.json`` is replaced (write a
+  temporary, ``os.replace``) with the lock held, so ``health()`` reads it
+  without the lock, in O(1), never scanning the directory, and always sees a
+  whole version.  A process killed between the publish and the counters'
+  update leaves them short of the truth; ``gc`` recounts from the directory.
+* **Only a scrub removes data** (D2), from any process: ``scrub(ref)``
+  removes the file if it holds that very ref, and updates the counters.
+* **Memory-mapped gets.**  ``get`` maps the file copy-on-write and builds
+  each tensor on the mapping (``torch.frombuffer``): no copy until the
+  consumer asks for a device, a consumer that edits a feature edits its own
+  pages (never the file, never a redelivery's data), and the tensors stay
+  valid after the sample is scrubbed (an unlinked file lives while mapped).
+* **Sample ids** are checked to be file names that cannot leave the
+  directory: letters, digits, ``.``, ``_``, ``-``, not starting with ``.``,
+  at most 200 characters.
+
+Locking rule: ``_lock`` (a ``threading.Lock``) and then the lock file's
+``fcntl.flock`` are taken together (threads of one process share the file
+descriptor, which flock alone would not tell apart), never across tensor
+I/O: a put writes its file before taking them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import json
+import mmap
+import os
+import re
+import socket
+import threading
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import save_file
+
+from refqueue.errors import DuplicateSample, ForeignRef, RefMismatch, SampleMissing, StoreClosed, StoreFull
+from refqueue.refs import FeatureAlgorithm, FeatureSpec, SampleRef
+from refqueue.store import FeatureStore, StoreHandle, StoreHealth
+from refqueue.stores._tensors import check_features, first_mismatch, resolve_device
+
+__all__ = ["SharedDirFeatureStore", "Staged"]
+
+_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
+_SUFFIX = ".safetensors"
+_PART = ".part"
+# safetensors dtype names -> torch dtypes (the ones torch.frombuffer can view)
+_DTYPES = {
+    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
+    "U8": torch.uint8, "BOOL": torch.bool,
+}
+
+
+def check_sample_id(call: str, sample_id: object) -> str:
+    """A sample id usable as a file name inside the store (no path escape)."""
+    if not isinstance(sample_id, str):
+        raise TypeError(f"{call}: sample_id must be a str, got {sample_id!r} ({type(sample_id).__name__})")
+    if not _ID.fullmatch(sample_id):
+        raise ValueError(
+            f"{call}: sample_id {sample_id!r} is not a safe file name; use 1-200 letters, digits, '.', '_' "
+            f"or '-', not starting with '.' (no '/', no '..', nothing that leaves the store's directory)"
+        )
+    return sample_id
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A put written to its temporary file and not yet published."""
+
+    ref: SampleRef
+    path: str
+
+
+class SharedDirFeatureStore(FeatureStore):
+    """Samples as safetensors files under ``root``, shared by every process
+    that opens the same directory (with the same ``uri``).
+
+    ``max_samples``/``max_bytes`` cap what is resident (``StoreFull`` at the
+    publish that would pass them); ``high_watermark_bytes`` /
+    ``low_watermark_bytes`` set the flags of ``health()`` (both or neither;
+    ``low < high <= max_bytes``).  ``fsync=True`` (the default) makes a
+    published sample survive a crash of the machine (the file and the
+    directory are synced before the publish returns); ``False`` trusts the
+    page cache (a crash of a process still never shows half a sample).
+    ``uri`` defaults to ``file://<absolute root>``: give every process the
+    same one.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        max_samples: int | None = None,
+        max_bytes: int | None = None,
+        high_watermark_bytes: int | None = None,
+        low_watermark_bytes: int | None = None,
+        *,
+        uri: str | None = None,
+        fsync: bool = True,
+    ) -> None:
+        if not isinstance(root, (str, os.PathLike)):
+            raise TypeError(f"SharedDirFeatureStore(root) must be a path, got {root!r}; pass the shared directory")
+        for name, value in (("max_samples", max_samples), ("max_bytes", max_bytes),
+                            ("high_watermark_bytes", high_watermark_bytes), ("low_watermark_bytes", low_watermark_bytes)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"SharedDirFeatureStore({name}={value!r}) must be an int or None; pass a count")
+            if value is not None and value < (1 if name.startswith("max") else 0):
+                raise ValueError(f"SharedDirFeatureStore({name}={value!r}) is out of range; pass a positive count or None")
+        if (high_watermark_bytes is None) != (low_watermark_bytes is None):
+            raise ValueError(
+                f"SharedDirFeatureStore: pass both watermarks or neither (high={high_watermark_bytes!r}, "
+                f"low={low_watermark_bytes!r})"
+            )
+        if high_watermark_bytes is not None:
+            if not low_watermark_bytes < high_watermark_bytes:  # type: ignore[operator]
+                raise ValueError(
+                    f"SharedDirFeatureStore: low_watermark_bytes={low_watermark_bytes} must be < "
+                    f"high_watermark_bytes={high_watermark_bytes}"
+                )
+            if max_bytes is not None and high_watermark_bytes > max_bytes:
+                raise ValueError(
+                    f"SharedDirFeatureStore: high_watermark_bytes={high_watermark_bytes} exceeds max_bytes={max_bytes}"
+                )
+        if not isinstance(fsync, bool):
+            raise TypeError(f"SharedDirFeatureStore(fsync={fsync!r}) must be a bool")
+        self._root = Path(root).absolute()
+        if uri is None:
+            uri = f"file://{self._root}"
+        elif not isinstance(uri, str) or "://" not in uri:
+            raise ValueError(f"SharedDirFeatureStore(uri={uri!r}) must be a str like 'file:///mnt/features'")
+        self._uri = uri
+        self._max_samples, self._max_bytes = max_samples, max_bytes
+        self._high, self._low = high_watermark_bytes, low_watermark_bytes
+        self._fsync = fsync
+        self._samples = self._root / "samples"
+        self._tmp = self._root / "tmp"
+        meta = self._root / ".refqueue"
+        for folder in (self._samples, self._tmp, meta):
+            folder.mkdir(parents=True, exist_ok=True)
+        self._counters_path = meta / "counters.json"
+        self._lock = threading.Lock()
+        self._lock_fd = os.open(meta / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        with self._locked():
+            if not self._counters_path.exists():
+                self._write_counters(0, 0)
+        self._host = socket.gethostname().replace(".", "_")
+        self._handles: dict[int, str] = {}
+        self._handle_ids = itertools.count(1)
+        self._closed = False
+
+    # -- configuration --------------------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def root(self) -> Path:
+        return self._root
+
+    @property
+    def capacity_bytes(self) -> int | None:
+        return self._max_bytes
+
+    @property
+    def high_watermark_bytes(self) -> int | None:
+        return self._high
+
+    @property
+    def low_watermark_bytes(self) -> int | None:
+        return self._low
+
+    def __repr__(self) -> str:
+        return f"SharedDirFeatureStore({str(self._root)!r}, uri={self._uri!r})"
+
+    # -- producers --------------------------------------------------------------------
+
+    def put(
+        self,
+        sample_id: str,
+        tensors: Mapping[str, Any],
+        *,
+        run_id: str,
+        algorithm: FeatureAlgorithm | str,
+        schema_version: int,
+        target_model_version: str | int,
+        draft_weight_version: str | int,
+        num_tokens: int,
+    ) -> SampleRef:
+        """Write the sample and publish it (``stage`` then ``publish``); its ref."""
+        staged = self.stage(
+            sample_id, tensors, run_id=run_id, algorithm=algorithm, schema_version=schema_version,
+            target_model_version=target_model_version, draft_weight_version=draft_weight_version,
+            num_tokens=num_tokens,
+        )
+        return self.publish(staged)
+
+    def stage(
+        self,
+        sample_id: str,
+        tensors: Mapping[str, Any],
+        *,
+        run_id: str,
+        algorithm: FeatureAlgorithm | str,
+        schema_version: int,
+        target_model_version: str | int,
+        draft_weight_version: str | int,
+        num_tokens: int,
+    ) -> Staged:
+        """Write the sample to a temporary file (invisible to ``get``); no lock held."""
+        self._check_open("put")
+        call = f"SharedDirFeatureStore.put({sample_id!r})"
+        check_sample_id(call, sample_id)
+        pairs = check_features(call, tensors)
+        specs = {name: FeatureSpec.of(t) for name, t in pairs}
+        ref = SampleRef(
+            sample_id=sample_id, run_id=run_id, store_uri=self._uri,
+            feature_keys={name: f"{sample_id}/{name}" for name in specs}, feature_specs=specs,
+            algorithm=algorithm, schema_version=schema_version, num_tokens=num_tokens,
+            estimated_bytes=sum(spec.nbytes for spec in specs.values()),
+            target_model_version=target_model_version, draft_weight_version=draft_weight_version,
+        )
+        if self._final(sample_id).exists():
+            raise self._duplicate(call, sample_id)
+        path = self._tmp / f"{self._host}.{os.getpid()}.{uuid.uuid4().hex[:12]}.{sample_id}{_PART}"
+        try:
+            save_file({name: _cpu_contiguous(t) for name, t in pairs}, str(path), metadata={"ref": ref.to_json()})
+            if self._fsync:
+                _fsync_file(path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise
+        return Staged(ref, str(path))
+
+    def publish(self, staged: Staged) -> SampleRef:
+        """Make a staged sample visible, atomically; ``DuplicateSample`` if data
+        of that id is present, ``StoreFull`` past a cap (the temporary is removed)."""
+        if not isinstance(staged, Staged):
+            raise TypeError(f"SharedDirFeatureStore.publish needs what stage() returned, got {type(staged).__name__}")
+        ref, part = staged.ref, Path(staged.path)
+        call = f"SharedDirFeatureStore.put({ref.sample_id!r})"
+        try:
+            self._check_open("put")
+            with self._locked():
+                resident, count = self._read_counters()
+                nbytes = ref.estimated_bytes
+                if self._max_bytes is not None and resident + nbytes > self._max_bytes:
+                    raise StoreFull(
+                        f"{call} of {nbytes} bytes would exceed the byte cap: the store would hold "
+                        f"{resident + nbytes} bytes, over max_bytes={self._max_bytes}; ack samples to free room"
+                    )
+                if self._max_samples is not None and count + 1 > self._max_samples:
+                    raise StoreFull(
+                        f"{call} would exceed the sample-count cap: {count + 1} samples, over "
+                        f"max_samples={self._max_samples}; ack samples to free room"
+                    )
+                try:
+                    os.link(part, self._final(ref.sample_id))  # never replaces: fails if present
+                except FileExistsError:
+                    raise self._duplicate(call, ref.sample_id) from None
+                self._write_counters(resident + nbytes, count + 1)
+            if self._fsync:
+                _fsync_dir(self._samples)
+        finally:
+            with contextlib.suppress(OSError):
+                part.unlink()
+        return ref
+
+    # -- consumers --------------------------------------------------------------------
+
+    def get(self, ref: SampleRef, device: Any = None) -> tuple[dict[str, torch.Tensor], StoreHandle]:
+        """The sample's tensors, memory-mapped copy-on-write (``device`` None or
+        cpu), or copied to ``device``; and a handle to release."""
+        self._check_open("get")
+        self._check_ref("get", ref)
+        target = None if device is None else resolve_device("SharedDirFeatureStore.get(device)", device)
+        try:
+            tensors, stored = _map(self._final(ref.sample_id))
+        except FileNotFoundError:
+            raise SampleMissing(
+                f"SharedDirFeatureStore.get({ref.sample_id!r}): its data is not in {self._uri!r} (never "
+                f"published, or scrubbed after its ack or dead-lettering); a stale lease holder should drop it"
+            ) from None
+        if stored != ref:
+            raise RefMismatch(
+                f"SharedDirFeatureStore.get({ref.sample_id!r}): the resident data was put under another ref; "
+                f"get it with the ref its put returned"
+            )
+        if target is not None and target.type != "cpu":
+            tensors = {name: t.to(target) for name, t in tensors.items()}
+        with self._lock:
+            handle = StoreHandle(self._uri, ref.sample_id, next(self._handle_ids))
+            self._handles[handle.handle_id] = ref.sample_id
+        return tensors, handle
+
+    def release(self, handle: StoreHandle) -> None:
+        """End the holder's use (idempotent; never scrubs)."""
+        self._check_open("release")
+        if not isinstance(handle, StoreHandle):
+            raise TypeError(f"SharedDirFeatureStore.release needs a StoreHandle, got {type(handle).__name__}")
+        if handle.store_uri != self._uri:
+            raise ForeignRef(
+                f"SharedDirFeatureStore.release got a handle of store {handle.store_uri!r}, but this store is "
+                f"{self._uri!r}; release it on the store that gave it out"
+            )
+        with self._lock:
+            self._handles.pop(handle.handle_id, None)
+
+    # -- the queue's calls ------------------------------------------------------------
+
+    def scrub(self, ref: SampleRef) -> bool:
+        """Remove the data published under ``ref`` (from any process); True if there was some."""
+        self._check_open("scrub")
+        self._check_ref("scrub", ref)
+        path = self._final(ref.sample_id)
+        with self._locked():
+            try:
+                stored = _read_ref(path)
+            except FileNotFoundError:
+                return False
+            if stored != ref:
+                return False
+            path.unlink()
+            resident, count = self._read_counters()
+            self._write_counters(max(0, resident - ref.estimated_bytes), max(0, count - 1))
+        return True
+
+    def health(self) -> StoreHealth:
+        """Occupancy from the shared counters: one small file read, no lock, no scan."""
+        if self._closed:
+            return StoreHealth(0, self._max_bytes, 0, False, self._low is not None)
+        resident, count = self._read_counters()
+        return StoreHealth(
+            resident_bytes=resident,
+            capacity_bytes=self._max_bytes,
+            sample_count=count,
+            high_watermark_hit=self._high is not None and resident >= self._high,
+            low_watermark_hit=self._low is not None and resident <= self._low,
+        )
+
+    def gc(self, *, orphan_age: float = 3600.0) -> int:
+        """Remove what crashed producers left: temporaries of dead writers on
+        this host, and of other hosts once older than ``orphan_age`` seconds;
+        sweep this process's handles whose sample is gone; recount the
+        counters from the directory.  Returns how many things were removed."""
+        self._check_open("gc")
+        import time
+
+        removed = 0
+        with self._locked():
+            for part in self._tmp.glob(f"*{_PART}"):
+                host, pid = _writer(part.name)
+                if host == self._host:
+                    dead = pid is not None and not _alive(pid)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        dead = time.time() - part.stat().st_mtime > orphan_age
+                if dead:
+                    with contextlib.suppress(FileNotFoundError):
+                        part.unlink()
+                        removed += 1
+            resident = count = 0
+            for path in self._samples.glob(f"*{_SUFFIX}"):
+                with contextlib.suppress(FileNotFoundError):
+                    resident += _read_ref(path).estimated_bytes
+                    count += 1
+            self._write_counters(resident, count)
+            gone = [h for h, sample_id in self._handles.items() if not self._final(sample_id).exists()]
+            for h in gone:
+                del self._handles[h]
+        return removed + len(gone)
+
+    def close(self) -> None:
+        """This process stops using the store (the files stay: they are shared)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._handles.clear()
+                os.close(self._lock_fd)
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _final(self, sample_id: str) -> Path:
+        return self._samples / f"{sample_id}{_SUFFIX}"
+
+    def _duplicate(self, call: str, sample_id: str) -> DuplicateSample:
+        return DuplicateSample(
+            f"{call}: data for {sample_id!r} is already present in {self._uri!r}; a sample id is written "
+            f"once per incarnation (ack or dead-letter it before putting it again)"
+        )
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._lock:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _read_counters(self) -> tuple[int, int]:
+        data = json.loads(self._counters_path.read_bytes())
+        return int(data["resident_bytes"]), int(data["sample_count"])
+
+    def _write_counters(self, resident: int, count: int) -> None:
+        """Replace the counters file (lock held): readers see the old or the new one whole."""
+        tmp = self._counters_path.with_name(f"counters.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps({"resident_bytes": resident, "sample_count": count}))
+        os.replace(tmp, self._counters_path)
+
+    def _check_open(self, call: str) -> None:
+        if self._closed:
+            raise StoreClosed(
+                f"SharedDirFeatureStore {self._uri!r} is closed in this process; {call} needs an open store, "
+                f"open the directory again"
+            )
+
+    def _check_ref(self, call: str, ref: object) -> None:
+        if not isinstance(ref, SampleRef):
+            raise TypeError(f"SharedDirFeatureStore.{call} needs a SampleRef, got {type(ref).__name__}")
+        if ref.store_uri != self._uri:
+            raise ForeignRef(
+                f"SharedDirFeatureStore.{call}: ref {ref.sample_id!r} names store {ref.store_uri!r}, but this "
+                f"store is {self._uri!r}; use the store the ref names"
+            )
+        check_sample_id(f"SharedDirFeatureStore.{call}", ref.sample_id)
+
+
+def _cpu_contiguous(tensor: torch.Tensor) -> torch.Tensor:
+    tensor = tensor.detach()
+    if tensor.device.type != "cpu":
+        tensor = tensor.cpu()
+    return tensor.contiguous()
+
+
+def _header(view: Any) -> tuple[dict[str, Any], int]:
+    """The safetensors header (JSON) of a mapped file and where its data starts."""
+    size = int.from_bytes(view[:8], "little")
+    return json.loads(bytes(view[8 : 8 + size])), 8 + size
+
+
+def _read_ref(path: Path) -> SampleRef:
+    """The ref a published file was put under, from its header only."""
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+    return SampleRef.from_json(header["__metadata__"]["ref"])
+
+
+def _map(path: Path) -> tuple[dict[str, torch.Tensor], SampleRef]:
+    """The file's tensors on a private (copy-on-write) mapping, in the ref's order, and its ref."""
+    with open(path, "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    header, start = _header(mapped)
+    ref = SampleRef.from_json(header["__metadata__"]["ref"])
+    tensors = {}
+    for name in ref.feature_specs:
+        entry = header[name]
+        dtype = _DTYPES[entry["dtype"]]
+        begin, end = entry["data_offsets"]
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        count = (end - begin) // itemsize
+        flat = (
+            torch.frombuffer(mapped, dtype=dtype, count=count, offset=start + begin)
+            if count
+            else torch.empty(0, dtype=dtype)
+        )
+        tensors[name] = flat.reshape(entry["shape"])
+    problem = first_mismatch(ref, list(tensors.items()))
+    if problem is not None:
+        raise RefMismatch(f"{path}: the file's tensors do not match its ref ({problem}); the file is damaged")
+    return tensors, ref
+
+
+def _writer(name: str) -> tuple[str, int | None]:
+    """(host, pid) of a temporary's writer, from its name."""
+    host, _, rest = name.partition(".")
+    pid, _, _ = rest.partition(".")
+    return host, int(pid) if pid.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

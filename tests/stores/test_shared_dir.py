@@ -1,0 +1,142 @@
+"""SharedDirFeatureStore: safetensors files in a directory shared by processes."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("safetensors")
+
+from refqueue.errors import DuplicateSample, ForeignRef, SampleMissing, StoreClosed, StoreFull  # noqa: E402
+from refqueue.refs import SampleRef  # noqa: E402
+from refqueue.stores.shared_dir import SharedDirFeatureStore  # noqa: E402
+
+from store_helpers import META, eagle3_tensors, nbytes_of, put  # noqa: E402
+
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def test_put_get_round_trip_memory_mapped_and_copy_on_write(tmp_path):
+    store = SharedDirFeatureStore(tmp_path)
+    tensors = eagle3_tensors(seed=3)
+    ref = put(store, "s1", tensors)
+    assert ref.store_uri == f"file://{tmp_path}" and ref.estimated_bytes == nbytes_of(tensors)
+    got, handle = store.get(ref)
+    assert list(got) == list(tensors)
+    for name in tensors:
+        assert torch.equal(got[name], tensors[name])
+    got["loss_mask"].zero_()  # the consumer's own pages: the file keeps the data
+    again, _ = store.get(ref)
+    assert torch.equal(again["loss_mask"], tensors["loss_mask"])
+    store.release(handle)
+    store.release(handle)  # idempotent
+    h = store.health()
+    assert (h.resident_bytes, h.sample_count) == (ref.estimated_bytes, 1)
+
+
+def test_scrub_removes_the_data_and_a_holder_keeps_its_tensors(tmp_path):
+    store = SharedDirFeatureStore(tmp_path)
+    ref = put(store, "s1")
+    held, _ = store.get(ref)
+    assert store.scrub(ref) is True
+    assert store.scrub(ref) is False
+    assert torch.equal(held["input_ids"], eagle3_tensors()["input_ids"])  # still mapped
+    with pytest.raises(SampleMissing, match="not in"):
+        store.get(ref)
+    assert (store.health().resident_bytes, store.health().sample_count) == (0, 0)
+
+
+def test_rejections(tmp_path):
+    store = SharedDirFeatureStore(tmp_path, max_samples=1)
+    ref = put(store, "s1")
+    with pytest.raises(DuplicateSample, match="already present"):
+        put(store, "s1")
+    with pytest.raises(StoreFull, match="sample-count cap"):
+        put(store, "s2")
+    assert list((tmp_path / "tmp").iterdir()) == []  # the refused put left nothing behind
+    for bad in ("../escape", "a/b", ".hidden", "", "x" * 201, "sp ace"):
+        with pytest.raises(ValueError, match="not a safe file name"):
+            put(store, bad)
+    other = SharedDirFeatureStore(tmp_path / "other")
+    with pytest.raises(ForeignRef):
+        other.scrub(ref)
+    forged = SampleRef.from_dict({**ref.to_dict(), "sample_id": "../../etc/passwd"})
+    with pytest.raises(ValueError, match="not a safe file name"):
+        store.get(forged)
+    store.close()
+    with pytest.raises(StoreClosed):
+        store.get(ref)
+    assert store.health().sample_count == 0
+
+
+def test_counters_are_shared_by_instances_and_processes(tmp_path):
+    first = SharedDirFeatureStore(tmp_path)
+    children = [SPAWN.Process(target=_put_many, args=(str(tmp_path), f"p{i}", 10)) for i in range(2)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(120)
+        assert child.exitcode == 0
+    put(first, "mine")
+    second = SharedDirFeatureStore(tmp_path)
+    assert second.health().sample_count == 21
+    assert second.health().resident_bytes == 21 * nbytes_of(eagle3_tensors())
+    refs = [p for p in (tmp_path / "samples").iterdir()]
+    assert len(refs) == 21
+
+
+def _put_many(root: str, prefix: str, n: int) -> None:
+    store = SharedDirFeatureStore(root)
+    for i in range(n):
+        put(store, f"{prefix}-{i}")
+
+
+def _stage_then_wait(root: str, conn) -> None:
+    store = SharedDirFeatureStore(root)
+    staged = store.stage("orphan", eagle3_tensors(), algorithm="eagle3", num_tokens=4, **META)
+    conn.send_bytes(json.dumps({"path": staged.path}).encode())
+    conn.recv_bytes()  # killed here: written, never published
+
+
+def test_a_producer_killed_before_publishing_leaves_nothing_visible_and_gc_collects_it(tmp_path):
+    store = SharedDirFeatureStore(tmp_path)
+    mine, theirs = SPAWN.Pipe()
+    child = SPAWN.Process(target=_stage_then_wait, args=(str(tmp_path), theirs))
+    child.start()
+    assert mine.poll(120), "the producer never staged"
+    part = json.loads(mine.recv_bytes())["path"]
+    assert os.path.exists(part)
+    assert store.gc() == 0  # its writer is alive: not an orphan yet
+    os.kill(child.pid, signal.SIGKILL)
+    child.join(30)
+    assert not (tmp_path / "samples" / "orphan.safetensors").exists()
+    assert store.health().sample_count == 0
+    assert store.gc() == 1
+    assert not os.path.exists(part)
+    put(store, "orphan")  # the id is free
+
+
+def test_gc_recounts_counters_left_short_by_a_crash(tmp_path):
+    store = SharedDirFeatureStore(tmp_path)
+    ref = put(store, "s1")
+    (tmp_path / ".refqueue" / "counters.json").write_text(json.dumps({"resident_bytes": 0, "sample_count": 0}))
+    assert store.gc() == 0
+    assert (store.health().resident_bytes, store.health().sample_count) == (ref.estimated_bytes, 1)
+
+
+def test_watermarks_and_validation(tmp_path):
+    store = SharedDirFeatureStore(tmp_path, max_bytes=10_000, high_watermark_bytes=400, low_watermark_bytes=100)
+    assert store.health().low_watermark_hit and not store.health().high_watermark_hit
+    put(store, "s1")
+    assert store.health().high_watermark_hit
+    with pytest.raises(ValueError, match="both watermarks or neither"):
+        SharedDirFeatureStore(tmp_path, high_watermark_bytes=5)
+    with pytest.raises(ValueError, match="must be <"):
+        SharedDirFeatureStore(tmp_path, high_watermark_bytes=5, low_watermark_bytes=5)
+    with pytest.raises(TypeError, match="fsync"):
+        SharedDirFeatureStore(tmp_path, fsync="yes")
