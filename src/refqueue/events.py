@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -99,9 +100,12 @@ class JsonlSink:
     rotated (``path`` -> ``path.1`` -> ... -> ``path.<backups>``, the oldest
     dropped).  ``trace-check`` and ``report`` read a rotated set back when
     given all its files (records carry ``seq``).  Lines are buffered:
-    ``flush()`` or ``close()`` makes them visible."""
+    ``flush()`` or ``close()`` makes them visible; with ``flush_every``
+    (seconds) a write also flushes once the last flush is that old (for
+    ``refqueue top`` following the file)."""
 
-    def __init__(self, path: str | os.PathLike[str], max_bytes: int = 256 * 1024 * 1024, backups: int = 8) -> None:
+    def __init__(self, path: str | os.PathLike[str], max_bytes: int = 256 * 1024 * 1024, backups: int = 8,
+                 flush_every: float | None = None) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"JsonlSink(path) must be a path, got {path!r}; pass the file to write, e.g. 'run.jsonl'")
         _check_positive_int("JsonlSink(max_bytes)", max_bytes, "pass the size at which to rotate, in bytes")
@@ -112,8 +116,13 @@ class JsonlSink:
             raise FileNotFoundError(
                 f"JsonlSink(path={str(path)!r}): folder {str(self.path.parent)!r} does not exist; create it first"
             )
+        if flush_every is not None and (isinstance(flush_every, bool) or not isinstance(flush_every, (int, float))
+                                        or not flush_every >= 0):
+            raise ValueError(f"JsonlSink(flush_every) must be None or seconds >= 0, got {flush_every!r}")
         self.max_bytes = max_bytes
         self.backups = backups
+        self.flush_every = flush_every
+        self._flushed_at = time.monotonic()
         self._file = open(self.path, "w", encoding="utf-8")
         self._size = 0
         self._dumps = json.JSONEncoder(separators=(",", ":")).encode
@@ -124,6 +133,11 @@ class JsonlSink:
         self._size += len(line)
         if self._size >= self.max_bytes:
             self._rotate()
+        if self.flush_every is not None:
+            now = time.monotonic()
+            if now - self._flushed_at >= self.flush_every:
+                self._file.flush()
+                self._flushed_at = now
 
     def files(self) -> list[Path]:
         """The files of this sink that exist, oldest first."""

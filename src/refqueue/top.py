@@ -1,0 +1,132 @@
+"""``refqueue top LOG``: a live terminal view of a queue's metrics, redrawn in place.
+
+Follows a JSONL event log as a running queue writes it (``JsonlSink``; give
+it ``flush_every`` seconds so lines reach the file promptly), folds the new
+records into ``refqueue.metrics.Metrics`` every ``--interval`` seconds and
+redraws the screen: counters, rates over the last interval, pending and
+outstanding, residency against the watermarks, paused state and the
+bottleneck side.  A rotated file (it shrank or was replaced) is reopened from
+its start.  ``--iterations N`` stops after N redraws (0: until Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, TextIO
+
+__all__ = ["add_arguments", "run", "render"]
+
+CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear screen
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("log", help="the JSONL event log a running queue writes (JsonlSink)")
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between redraws (default 1)")
+    parser.add_argument("--iterations", type=int, default=0, help="stop after this many redraws (0: never)")
+    parser.add_argument("--no-clear", action="store_true", help="print each view below the last (no redraw)")
+
+
+class _Follower:
+    """Reads the lines appended to a file since the last call."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._file: TextIO | None = None
+        self._inode: int | None = None
+        self._partial = ""
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            return []
+        if self._file is None or stat.st_ino != self._inode or stat.st_size < self._file.tell():
+            if self._file is not None:
+                self._file.close()
+            self._file = open(self.path, encoding="utf-8")
+            self._inode = stat.st_ino
+            self._partial = ""
+        text = self._partial + self._file.read()
+        lines = text.split("\n")
+        self._partial = lines.pop()  # an unfinished last line waits for the next read
+        records = []
+        for line in lines:
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except ValueError:
+                    continue  # a torn line of a rotated file: skipped
+        return records
+
+
+def render(snapshot: dict[str, Any], previous: dict[str, Any] | None, interval: float, log: str) -> str:
+    def rate(key: str) -> str:
+        if previous is None or interval <= 0:
+            return "     -"
+        return f"{(snapshot[key] - previous[key]) / interval:8.1f}/s"
+
+    high, low = snapshot["high_watermark_bytes"], snapshot["low_watermark_bytes"]
+    band = "" if high is None else f"  (low {low:,} / high {high:,})"
+    ages = snapshot["lease_age_seconds"]
+    lines = [
+        f"refqueue top  {log}  {time.strftime('%H:%M:%S')}",
+        "",
+        f"pending {snapshot['pending']:>8,}   outstanding {snapshot['outstanding']:>8,}   "
+        f"{'PAUSED' if snapshot['paused'] else 'running'}",
+        f"resident {snapshot['resident_bytes']:>12,} bytes{band}",
+        "",
+        f"{'':14}{'total':>12}  {'rate':>12}",
+    ]
+    for key in ("puts", "acquires", "acks_live", "acks_stale", "fails", "reclaims", "redeliveries", "dead_letters"):
+        lines.append(f"{key:14}{snapshot[key]:>12,}  {rate(key):>12}")
+    lines += [
+        "",
+        f"lease age: mean {ages['mean'] * 1e3:.2f} ms, max {ages['max'] * 1e3:.2f} ms over {ages['count']:,} leases; "
+        f"oldest open {snapshot['oldest_open_lease_age_seconds']:.3f} s",
+        f"paused {snapshot['paused_seconds']:.3f} s; producers blocked {snapshot['producer_blocked_seconds']:.3f} s, "
+        f"consumers idle {snapshot['consumer_empty_wait_seconds']:.3f} s -> bottleneck: {snapshot['bottleneck']}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from refqueue.metrics import Metrics
+
+    out = out or sys.stdout
+    if not args.interval > 0:
+        print(f"refqueue top: --interval must be > 0, got {args.interval}", file=sys.stderr)
+        return 2
+    if args.iterations < 0:
+        print(f"refqueue top: --iterations must be >= 0, got {args.iterations}", file=sys.stderr)
+        return 2
+    if not os.path.exists(args.log):
+        print(f"refqueue top: {args.log}: no such file; pass the file a JsonlSink writes", file=sys.stderr)
+        return 2
+    follower = _Follower(args.log)
+    metrics = Metrics()
+    previous = None
+    shown = 0
+    try:
+        while True:
+            for record in follower.read():
+                metrics.write(record)
+            try:
+                snapshot = metrics.snapshot()
+            except ValueError:
+                view = f"refqueue top  {args.log}: waiting for a queue's open record\n"
+                snapshot = None
+            else:
+                view = render(snapshot, previous, args.interval, args.log)
+            out.write(view if args.no_clear else CLEAR + view)
+            out.flush()
+            previous = snapshot
+            shown += 1
+            if args.iterations and shown >= args.iterations:
+                return 0
+            time.sleep(args.interval)  # the redraw period of a terminal view
+    except KeyboardInterrupt:
+        return 0
