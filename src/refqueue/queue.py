@@ -451,12 +451,13 @@ class SampleRefQueue:
             poll_interval = check_poll_interval("acquire(poll_interval)", poll_interval)
         with self._lock:
             if not self._pending:
-                deadline = _monotonic() + poll_interval
+                started = _monotonic()
+                deadline = started + poll_interval
                 while not self._pending and not (self._closed and self._outstanding == 0):
                     remaining = deadline - _monotonic()
                     if remaining <= 0:
                         if self._event_log is not None:
-                            self._emit({"ev": "wait", "waited": poll_interval})
+                            self._emit({"ev": "wait", "waited": _monotonic() - started})
                             self._emit({"ev": "acquire", "sample": None})
                         return None
                     self._acquirers_waiting += 1
@@ -465,7 +466,7 @@ class SampleRefQueue:
                     finally:
                         self._acquirers_waiting -= 1
                 if self._event_log is not None:
-                    self._emit({"ev": "wait", "waited": _monotonic() - deadline + poll_interval})
+                    self._emit({"ev": "wait", "waited": _monotonic() - started})
             return self._acquire_nowait()
 
     def acquire_nowait(self) -> Lease | None:

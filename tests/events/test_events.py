@@ -159,3 +159,29 @@ def test_local_store_emits_store_events_with_its_counters():
                    ("store_close", 0)]
     with pytest.raises(TypeError, match="EventLog"):
         LocalFeatureStore(max_samples=8, device="cpu", events="yes")
+
+
+def test_a_consumer_wait_is_recorded_in_real_seconds_even_with_an_infinite_poll_interval():
+    import math
+
+    q, store, ring, _ = recorded_queue()
+    ref = refs(1)[0]
+    store.hold(ref)
+    assert q.acquire(poll_interval=0.01) is None  # times out on an empty queue
+    waiter_started = threading.Event()
+    got = []
+
+    def consumer():
+        waiter_started.set()
+        got.append(q.acquire(poll_interval=math.inf))
+
+    thread = threading.Thread(target=consumer)
+    thread.start()
+    assert waiter_started.wait(10)
+    while q._acquirers_waiting == 0:  # the test peeks at the queue's count of blocked consumers
+        threading.Event().wait(0.001)
+    q.put(ref)
+    thread.join(10)
+    assert got and got[0].ref.sample_id == "s0"
+    waits = [r["waited"] for r in ring.records() if r["ev"] == "wait"]
+    assert len(waits) == 2 and waits[0] >= 0.01 and 0 <= waits[1] < 10
