@@ -15,13 +15,12 @@ from typing import Any
 from refqueue.backends import redis as redis_backend
 from refqueue.backends._redis_scripts import PRELUDE
 
-# The fenced ack begins only if the record's lease id is the lease's; this
-# one begins if the sample is leased at all, and finishes whatever lease is live.
-_UNFENCED_BEGIN = PRELUDE + r"""
+# The fenced ack commits only if the record's lease id is the lease's; this
+# one commits if the sample is leased at all.
+_UNFENCED_ACK = PRELUDE + r"""
 local id = ARGV[4]
-local lease_id = redis.call('HGET', LEASE, id)
-if not lease_id or finishing(id) then return 0 end
-return {lease_id, begin_finish(id, lease_id, ARGV[5])}
+if not redis.call('HGET', LEASE, id) then return 0 end
+return {finish(id, false), producers_waiting()}
 """
 
 
@@ -30,11 +29,11 @@ class UnfencedAck(redis_backend.RedisSampleRefQueue):
         sample_id, _lease_id = self._check_lease("ack", lease)
         with self._store_lock:
             with self._connection("ack"):
-                answer = self._redis.eval(_UNFENCED_BEGIN, 1, self._prefix, *self._config_args, sample_id, 60_000)
+                answer = self._redis.eval(_UNFENCED_ACK, 1, self._prefix, *self._config_args, sample_id)
             if answer == 0:
                 return False
-            live_id, ref_json = answer
-            producers = self._scrub_and_finish("ack", sample_id, live_id, ref_json, "")
+            undo, producers = answer
+            self._scrub_or_undo("ack", undo)
         if producers:
             self._notify_room("ack")
         return True

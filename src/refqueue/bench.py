@@ -8,6 +8,13 @@ backlogs of 1,000 to 1,000,000 pending refs, idle and full
 of the same ``LocalFeatureStore`` (the convoy of D6), and the CPython floor of
 the same acquire+ack work.  Every value is a median over ``--repeats`` runs.
 
+``refqueue bench redis [--json]`` measures ``RedisSampleRefQueue`` and
+``SharedDirFeatureStore`` (``refqueue._bench_redis`` says how): fenced
+lease+ack/s for one client and 8 consumer processes against a raw redis-py
+``XREADGROUP``+``XACK`` loop, and shared-dir put/get MB/s against plain
+safetensors ``save_file``/``load_file``; ``--ops`` (at most 5,000 here) is
+the leases per one-client run.
+
 Progress goes to stderr; with ``--json`` stdout carries exactly one JSON
 object.  Heavy imports (torch) happen inside the measurement that needs them.
 The numbers depend on the machine and on whatever else it runs.
@@ -21,7 +28,7 @@ from typing import Any
 
 __all__ = ["add_arguments", "run"]
 
-TARGETS = ("queue",)
+TARGETS = ("queue", "redis")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.target == "redis":
+        return _run_redis(args)
     from refqueue._bench_queue import measure
 
     for name in ("repeats", "ops", "reclaim_outstanding", "wakes", "convoy_ops"):
@@ -67,6 +76,25 @@ def run(args: argparse.Namespace) -> int:
             convoy_ops=args.convoy_ops,
         )
     result = measure(**settings)
+    if args.json:
+        print(json.dumps(result, sort_keys=False))
+    else:
+        for key, value in result.items():
+            print(f"{key:40} {value}")
+    return 0
+
+
+def _run_redis(args: argparse.Namespace) -> int:
+    """``refqueue bench redis``: the Redis queue and the shared-dir store (``refqueue._bench_redis``)."""
+    import sys
+
+    from refqueue._bench_redis import measure
+
+    if args.repeats < 1 or args.ops < 1:
+        raise SystemExit("refqueue bench: --repeats and --ops must be >= 1")
+    ops, repeats = (500, 1) if args.quick else (min(args.ops, 5_000), args.repeats)
+    result = measure(ops=ops, repeats=repeats, samples=2 if args.quick else 8, sample_mb=8 if args.quick else 64,
+                     progress=lambda text: print(f"bench redis: {text}", file=sys.stderr))
     if args.json:
         print(json.dumps(result, sort_keys=False))
     else:

@@ -244,3 +244,43 @@ def test_refs_and_dead_letters_are_json_in_redis(redis_server, queue_name):
     raw = redis.Redis.from_url(redis_server.url, decode_responses=True).lrange(f"refqueue:{{{queue_name}}}:dead", 0, -1)
     ref_json, reason, deliveries = json.loads(raw[0])
     assert (json.loads(ref_json)["sample_id"], reason, deliveries) == ("a", "poison", 1)
+
+
+class _FailingScrubStore:
+    """A LocalFeatureStore whose scrub raises while ``failing`` is set."""
+
+    def __new__(cls):
+        from refqueue.stores.local import LocalFeatureStore
+
+        class Failing(LocalFeatureStore):
+            failing = False
+
+            def scrub(self, ref):
+                if self.failing:
+                    raise OSError("scrub failed on demand")
+                return super().scrub(ref)
+
+        return Failing(None, None, None, None, uri="mem://redis-tests")
+
+
+def test_a_scrub_that_raises_commits_nothing_the_commit_is_undone_exactly(redis_server, queue_name):
+    store = _FailingScrubStore()
+    q = queue(redis_server.url, queue_name, store=store, max_deliveries=1, dedup_window=1, dead_letter_limit=1)
+    for sample_id in ("a", "b", "c"):
+        q.put(ref(sample_id))
+    q.ack(q.acquire_nowait())  # a completes
+    q.dead_letter(q.acquire_nowait(), "poison")  # b: the one dead letter kept, the one id in the dedup window
+    lease = q.acquire_nowait()  # c
+    before = (q.pending_count(), q.outstanding_count(), q.dead_letters(), q.dead_letters_dropped)
+    store.failing = True
+    for call in (lambda: q.ack(lease), lambda: q.dead_letter(lease, "x"), lambda: q.fail(lease)):
+        with pytest.raises(OSError, match="on demand"):
+            call()
+        assert (q.pending_count(), q.outstanding_count(), q.dead_letters(), q.dead_letters_dropped) == before
+        assert q.lease_state(lease) == "live"
+    with pytest.raises(ReplayedSample):  # b is still the one id in the dedup window
+        q.put(ref("b"))
+    q.put(ref("a"))
+    store.failing = False
+    assert q.ack(lease) is True
+    q.put(ref("b"))  # c evicted b from the window of one

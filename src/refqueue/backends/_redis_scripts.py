@@ -47,7 +47,7 @@ local P = KEYS[1]
 local META, PENDING, REFS, LEASE = P .. 'meta', P .. 'pending', P .. 'refs', P .. 'lease'
 local DELIV, REDELIV, DEADLINES = P .. 'deliv', P .. 'redeliv', P .. 'deadlines'
 local DEAD, DONE, DONESET, WAKE, PRODUCERS = P .. 'dead', P .. 'done', P .. 'doneset', P .. 'wake', P .. 'producers'
-local ACKED, FINISH, FINISHAT = P .. 'acked', P .. 'finish', P .. 'finishat'
+local ACKED = P .. 'acked'
 local MAXD = tonumber(ARGV[1])
 local DEDUP = tonumber(ARGV[2])
 local DEADLIMIT = tonumber(ARGV[3])
@@ -127,41 +127,44 @@ local function enqueue(id, ref)
   wake_one()
 end
 
--- an ack (reason false) or a dead letter of the leased sample id; returns its ref
+-- An ack (reason false) or a dead letter of the leased sample id, committed.
+-- Returns the undo record (JSON): everything needed to put the queue back as
+-- it was if the store's scrub, which runs after this script, raises.
 local function finish(id, reason)
-  local lease_id = redis.call('HGET', LEASE, id)
-  local ref = redis.call('HGET', REFS, id)
-  local deliveries = tonumber(redis.call('HGET', DELIV, id))
+  local undo = {id = id, lease = redis.call('HGET', LEASE, id), ref = redis.call('HGET', REFS, id),
+                deadline = redis.call('ZSCORE', DEADLINES, id), deliv = redis.call('HGET', DELIV, id),
+                redeliv = redis.call('HGET', REDELIV, id), reason = reason or '', dropped = {},
+                evicted = '', acked_trimmed = ''}
   redis.call('HDEL', REFS, id)
   redis.call('HDEL', LEASE, id)
   redis.call('HDEL', DELIV, id)
   redis.call('HDEL', REDELIV, id)
   redis.call('ZREM', DEADLINES, id)
-  redis.call('HDEL', FINISH, id)
-  redis.call('ZREM', FINISHAT, id)
-  if not reason then
-    -- the newest 10,000 lease ids acked, for lease_state after a lost reply
-    redis.call('LPUSH', ACKED, lease_id)
-    redis.call('LTRIM', ACKED, 0, 9999)
-  end
   if reason then
-    redis.call('RPUSH', DEAD, cjson.encode({ref, reason, deliveries}))
+    redis.call('RPUSH', DEAD, cjson.encode({undo.ref, reason, tonumber(undo.deliv)}))
     local over = redis.call('LLEN', DEAD) - DEADLIMIT
     if over > 0 then
+      undo.dropped = redis.call('LRANGE', DEAD, 0, over - 1)
       redis.call('LTRIM', DEAD, over, -1)
       redis.call('HINCRBY', META, 'dropped', over)
     end
+  else
+    -- the newest 10,000 lease ids acked, for lease_state after a lost reply
+    redis.call('LPUSH', ACKED, undo.lease)
+    undo.acked_trimmed = redis.call('LINDEX', ACKED, 10000) or ''
+    redis.call('LTRIM', ACKED, 0, 9999)
   end
   if DEDUP > 0 then
     redis.call('RPUSH', DONE, id)
     redis.call('SADD', DONESET, id)
-    while redis.call('LLEN', DONE) > DEDUP do
-      redis.call('SREM', DONESET, redis.call('LPOP', DONE))
+    if redis.call('LLEN', DONE) > DEDUP then
+      undo.evicted = redis.call('LPOP', DONE)
+      redis.call('SREM', DONESET, undo.evicted)
     end
   end
   redis.call('HINCRBY', META, 'room', 1)
   wake_if_drained()
-  return ref
+  return cjson.encode(undo)
 end
 
 -- a fail or a reclaim of the leased sample id below max_deliveries: to the tail
@@ -171,22 +174,6 @@ local function requeue(id)
   redis.call('HINCRBY', REDELIV, id, 1)
   redis.call('RPUSH', PENDING, id)
   wake_one()
-end
-
--- whether a client is completing the sample id (its ack or dead-letter has
--- begun: the store is scrubbing); a marker past its lifetime is cleared
-local function finishing(id)
-  if not redis.call('HGET', FINISH, id) then return false end
-  if tonumber(redis.call('ZSCORE', FINISHAT, id)) > server_ms() then return true end
-  redis.call('HDEL', FINISH, id)
-  redis.call('ZREM', FINISHAT, id)
-  return false
-end
-
-local function begin_finish(id, lease_id, ttl)
-  redis.call('HSET', FINISH, id, lease_id)
-  redis.call('ZADD', FINISHAT, server_ms() + tonumber(ttl), id)
-  return redis.call('HGET', REFS, id)
 end
 
 local function at_max_deliveries(id)
@@ -308,42 +295,55 @@ elseif redis.call('LLEN', WAKE) == 0 then
 end
 return {lease_id, id, redis.call('HGET', REFS, id), redis.call('HGET', REDELIV, id), deadline}
 """,
-    # Completing a sample takes two scripts around the store's scrub (D2: a
-    # scrub that raises commits nothing).  ARGV[4] id, ARGV[5] lease id, ARGV[6]
-    # the marker's lifetime (ms) -> the ref to scrub | 0 (stale).  Beginning again
-    # with the same lease (a retry after a lost reply) renews the marker.
-    "begin": r"""
-local id = ARGV[4]
-if redis.call('HGET', LEASE, id) ~= ARGV[5] then return 0 end
-return begin_finish(id, ARGV[5], ARGV[6])
-""",
-    # the scrub raised: the lease is as it was.  ARGV[4] id, ARGV[5] lease id
-    "abort": r"""
-local id = ARGV[4]
-if redis.call('HGET', FINISH, id) == ARGV[5] then
-  redis.call('HDEL', FINISH, id)
-  redis.call('ZREM', FINISHAT, id)
-end
-return 0
-""",
-    # the commit of an ack (ARGV[6] "") or a dead-letter (ARGV[6] the reason) that
-    # began.  ARGV[4] id, ARGV[5] lease id -> producers waiting | -1 (its marker
-    # expired and the lease was taken back meanwhile)
+    # A live ack (ARGV[6] "") or dead-letter (ARGV[6] the reason), fenced: commits,
+    # and the client then scrubs (running "undo" if the scrub raises).  ARGV[4] id,
+    # ARGV[5] lease id -> 0 (stale) | {undo record, producers waiting}
     "finish": r"""
 local id = ARGV[4]
-if redis.call('HGET', LEASE, id) ~= ARGV[5] or redis.call('HGET', FINISH, id) ~= ARGV[5] then return -1 end
+if redis.call('HGET', LEASE, id) ~= ARGV[5] then return 0 end
 local reason = ARGV[6]
 if reason == '' then reason = false end
-finish(id, reason)
-return producers_waiting()
+return {finish(id, reason), producers_waiting()}
 """,
-    # ARGV[4] id, ARGV[5] lease id, ARGV[6] marker lifetime -> 0 (stale) |
-    # {'', producers waiting} (requeued) | {ref, 0} (at max_deliveries: begun, scrub then finish)
+    # Put back what "finish" did (the store's scrub raised).  ARGV[4] the undo
+    # record -> 1 | 0 (the id was put again meanwhile: cannot)
+    "undo": r"""
+local undo = cjson.decode(ARGV[4])
+local id = undo.id
+if redis.call('HEXISTS', REFS, id) == 1 then return 0 end
+redis.call('HSET', REFS, id, undo.ref)
+redis.call('HSET', LEASE, id, undo.lease)
+redis.call('HSET', DELIV, id, undo.deliv)
+redis.call('HSET', REDELIV, id, undo.redeliv)
+redis.call('ZADD', DEADLINES, undo.deadline, id)
+if undo.reason ~= '' then
+  redis.call('LREM', DEAD, -1, cjson.encode({undo.ref, undo.reason, tonumber(undo.deliv)}))
+  if #undo.dropped > 0 then
+    for i = #undo.dropped, 1, -1 do redis.call('LPUSH', DEAD, undo.dropped[i]) end
+    redis.call('HINCRBY', META, 'dropped', -#undo.dropped)
+  end
+else
+  redis.call('LREM', ACKED, 1, undo.lease)
+  if undo.acked_trimmed ~= '' then redis.call('RPUSH', ACKED, undo.acked_trimmed) end
+end
+if DEDUP > 0 then
+  redis.call('LREM', DONE, -1, id)
+  redis.call('SREM', DONESET, id)
+  if undo.evicted ~= '' then
+    redis.call('LPUSH', DONE, undo.evicted)
+    redis.call('SADD', DONESET, undo.evicted)
+  end
+end
+if redis.call('LLEN', PENDING) == 0 then redis.call('DEL', WAKE) end
+return 1
+""",
+    # ARGV[4] id, ARGV[5] lease id -> 0 (stale) | {'', producers waiting} (requeued)
+    # | {undo record, producers waiting} (at max_deliveries: dead-lettered; scrub next)
     "fail": r"""
 local id = ARGV[4]
-if redis.call('HGET', LEASE, id) ~= ARGV[5] or finishing(id) then return 0 end
+if redis.call('HGET', LEASE, id) ~= ARGV[5] then return 0 end
 if at_max_deliveries(id) then
-  return {begin_finish(id, ARGV[5], ARGV[6]), 0}
+  return {finish(id, 'max_deliveries'), producers_waiting()}
 end
 requeue(id)
 return {'', producers_waiting()}
@@ -356,22 +356,20 @@ local _, deadline = times(ARGV[6], ARGV[7], ARGV[8])
 redis.call('ZADD', DEADLINES, deadline, id)
 return 1
 """,
-    # Take back the due leases in order until one is at max_deliveries: that one
-    # begins its dead-letter (the client scrubs, finishes it, and calls again).
-    # ARGV[4] now, ARGV[5] marker lifetime -> {now, count, producers waiting[, id, lease id, ref]}
+    # Take back the due leases in order until one is at max_deliveries: that
+    # one is dead-lettered and the script stops (the client scrubs it, then calls
+    # again with the same now).  ARGV[4] now ("": the server's) ->
+    # {now, count requeued, producers waiting[, undo record of the dead letter]}
     "reclaim": r"""
 local now = ARGV[4]
 if now == '' then now = fmt(server_now()) end
 local count = 0
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', now)) do
-  if not finishing(id) then
-    if at_max_deliveries(id) then
-      local lease_id = redis.call('HGET', LEASE, id)
-      return {now, count, 0, id, lease_id, begin_finish(id, lease_id, ARGV[5])}
-    end
-    requeue(id)
-    count = count + 1
+  if at_max_deliveries(id) then
+    return {now, count, producers_waiting(), finish(id, 'max_deliveries')}
   end
+  requeue(id)
+  count = count + 1
 end
 return {now, count, producers_waiting()}
 """,

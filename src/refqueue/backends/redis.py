@@ -22,17 +22,17 @@ Design notes
   ``clock.now() + seconds`` and no test sleeps to cross one.
 * **The store.**  The store is the caller's (``SharedDirFeatureStore`` for
   many machines, any ``FeatureStore`` in one process).  A live ack or a
-  dead-letter is two scripts around ``store.scrub(ref)`` (D2): ``begin``
-  (fenced) marks the sample as being completed, so that no client's reclaim
-  takes the lease back while its data is scrubbed; then the scrub; then
-  ``finish`` commits.  A scrub that raises runs ``abort`` instead: nothing
-  commits, the lease stays live (a later ack completes it).  A client that
-  dies between ``begin`` and ``finish`` holds the lease for at most
-  ``_FINISH_TTL_MS``; then a reclaim takes it back as usual.  Within one
-  client, a lock (``_store_lock``) makes "begin, scrub, finish" one step
-  with respect to this client's own hysteresis steps (which read
-  ``store.health()``), so a producer in this process never decides on the
-  residency of an acked sample whose data is still there.
+  dead-letter is one fenced script that commits, and then
+  ``store.scrub(ref)`` (D2): never the other way round, which could scrub
+  the data of a sample that another process has just had reclaimed and
+  redelivered.  The script returns an *undo record*; if the scrub raises,
+  the ``undo`` script puts the queue back exactly as it was (the lease
+  live, the dead letter and dedup entry gone) and the error propagates, so a
+  failed scrub commits nothing, as docs/API.md requires.  Within one client,
+  a lock (``_store_lock``) makes "commit, scrub (or undo)" one step with
+  respect to this client's other calls that read the store or, with an
+  injected clock, any call at all; other processes may observe the short
+  window between a commit and its undo (only when a scrub fails).
 * **Wakeups across processes.**  A consumer blocked in ``acquire`` waits in
   ``BLPOP`` on the queue's wake list (a put or requeue pushes a token while
   there are fewer tokens than pending refs; a drained queue keeps one, each
@@ -89,10 +89,6 @@ BLOCK_SLICE = 1.0
 # How long a waiting producer's registration lives without being renewed (ms):
 # a producer that crashed while waiting stops being notified after this.
 _PRODUCER_TTL_MS = 10_000
-# How long a completion that began (an ack or dead-letter whose store scrub
-# runs) keeps its lease from being reclaimed (ms): bounds what a client that
-# crashed between the scrub and the commit holds up.
-_FINISH_TTL_MS = 60_000
 # How the queue's own clients connect: str answers; a blocked call's socket
 # outlives its BLPOP slice; a server that does not answer is an error, not a hang.
 # No automatic retry: a script whose reply was lost may have committed, and
@@ -480,37 +476,36 @@ class RedisSampleRefQueue:
         return self._finish("dead_letter", sample_id, lease_id, reason)
 
     def _finish(self, call: str, sample_id: str, lease_id: int, reason: str = "") -> bool:
-        """Ack (``reason`` "") or dead-letter a live lease: begin (fenced: the
-        sample is marked as being completed, so no reclaim takes it back
-        meanwhile), scrub, finish.  A scrub that raises aborts: nothing
-        commits and the lease stays live."""
+        """Ack (``reason`` "") or dead-letter a live lease: one fenced script
+        commits, then the store scrubs (D2); a scrub that raises is undone."""
         with self._store_lock:
             with self._connection(call):
-                ref_json = self._run("begin", sample_id, lease_id, _FINISH_TTL_MS)
-            if ref_json == 0:
+                answer = self._run("finish", sample_id, lease_id, reason)
+            if answer == 0:
                 return False
-            producers = self._scrub_and_finish(call, sample_id, lease_id, ref_json, reason)
+            undo, producers = answer
+            self._scrub_or_undo(call, undo)
         if producers:
             self._notify_room(call)
         return True
 
-    def _scrub_and_finish(self, call: str, sample_id: str, lease_id: int | str, ref_json: str, reason: str) -> int:
-        """The scrub and the commit of a completion that began (``_store_lock``
-        held); returns how many producers wait (to notify once the lock is released)."""
+    def _scrub_or_undo(self, call: str, undo: str) -> None:
+        """Scrub the data of a sample whose completion just committed
+        (``_store_lock`` held); if the scrub raises, put the queue back as it
+        was (the undo record) and re-raise."""
+        ref = SampleRef.from_json(json.loads(undo)["ref"])
         try:
-            self._store.scrub(SampleRef.from_json(ref_json))
-        except BaseException:
+            self._store.scrub(ref)
+        except BaseException as exc:
             with self._connection(call):
-                self._run("abort", sample_id, lease_id)
+                undone = self._run("undo", undo)
+            if not undone:  # pragma: no cover (only another client's re-put of the id can cause it)
+                raise RuntimeError(
+                    f"{call}({ref.sample_id!r}): the store's scrub raised {exc!r} after the completion "
+                    f"committed, and it cannot be undone (the id was put again meanwhile); its data is still "
+                    f"resident: scrub it (store.scrub(ref)) once the store works"
+                ) from exc
             raise
-        with self._connection(call):
-            producers = self._run("finish", sample_id, lease_id, reason)
-        if producers == -1:  # pragma: no cover (a scrub that outlived _FINISH_TTL_MS)
-            raise RuntimeError(
-                f"{call}({sample_id!r}): the store's scrub took longer than {_FINISH_TTL_MS} ms and the lease "
-                f"was taken back meanwhile; its data is gone. Make the store's scrub O(1) bookkeeping"
-            )
-        return int(producers)
 
     def _notify_room(self, call: str) -> None:
         """Wake the waiting producers again, now that the data is scrubbed."""
@@ -523,13 +518,13 @@ class RedisSampleRefQueue:
         sample_id, lease_id = self._check_lease("fail", lease)
         with self._store_lock:
             with self._connection("fail"):
-                answer = self._run("fail", sample_id, lease_id, _FINISH_TTL_MS)
+                answer = self._run("fail", sample_id, lease_id)
             if answer == 0:
                 return False
-            dead_ref, producers = answer
-            if dead_ref:  # at max_deliveries: dead-lettered
-                producers = self._scrub_and_finish("fail", sample_id, lease_id, dead_ref, MAX_DELIVERIES_REASON)
-        if dead_ref and producers:
+            undo, producers = answer
+            if undo:  # at max_deliveries: dead-lettered
+                self._scrub_or_undo("fail", undo)
+        if undo and producers:
             self._notify_room("fail")
         return True
 
@@ -566,14 +561,13 @@ class RedisSampleRefQueue:
                 now = "" if self._now is None else repr(float(self._now()))
                 while True:
                     with self._connection("reclaim_expired"):
-                        now, count, producers, *dead = self._run("reclaim", now, _FINISH_TTL_MS)
+                        now, count, producers, *dead = self._run("reclaim", now)
                     total += int(count)
                     if not dead:
                         return total
-                    sample_id, lease_id, ref_json = dead
-                    if self._scrub_and_finish("reclaim_expired", sample_id, lease_id, ref_json, MAX_DELIVERIES_REASON):
-                        notify = True
+                    self._scrub_or_undo("reclaim_expired", dead[0])  # the leases before it stay taken back
                     total += 1
+                    notify = notify or bool(producers)
         finally:
             if notify:
                 self._notify_room("reclaim_expired")
