@@ -248,6 +248,7 @@ class EventLog:
         self._lock = threading.Lock()
         self._seq = 0
         self._numbers = {"queue": 0, "store": 0}
+        self._sources = 0  # queues and stores registered: more than one and emit locks
         self._opened: list[dict[str, Any]] = []  # the open/store_open records, for late sinks
         self._pid = os.getpid()
 
@@ -278,6 +279,7 @@ class EventLog:
         with self._lock:
             self._numbers[kind] += 1
             number = self._numbers[kind]
+            self._sources += 1
         record["q" if kind == "queue" else "s"] = number
         self.emit(record)
         self._opened.append(record)
@@ -289,9 +291,21 @@ class EventLog:
         return list(self._opened)
 
     def emit(self, record: dict[str, Any]) -> None:
-        with self._lock:
-            self._seq += 1
-            record["seq"] = self._seq
+        """Stamp ``seq``, ``pid``, ``tid`` and write ``record`` to every sink.
+        A log with one source (a queue alone) is only ever emitted to under
+        that source's own lock, so it takes no lock of its own; with more
+        (a queue and its store, several queues) it takes its lock."""
+        if self._sources > 1:
+            with self._lock:
+                self._seq = seq = self._seq + 1
+                record["seq"] = seq
+                record["pid"] = self._pid
+                record["tid"] = _get_ident()
+                for write in self._writes:
+                    write(record)
+        else:
+            self._seq = seq = self._seq + 1
+            record["seq"] = seq
             record["pid"] = self._pid
             record["tid"] = _get_ident()
             for write in self._writes:
