@@ -337,23 +337,37 @@ def check_event_log(call: str, events: object) -> EventLog | None:
 def read_jsonl(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
     """Every record of the JSON-lines files ``paths`` (unsorted).  Raises
     ``ValueError`` naming the file and line of a line that is not a JSON
-    object."""
+    object.  Each file is parsed as one JSON array of its lines (a single C
+    parse); only a file that does not parse that way, one object per line,
+    is read again line by line to find the bad line."""
     records: list[dict[str, Any]] = []
-    loads = json.loads
     for path in paths:
         with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = loads(line)
-                except ValueError as exc:
-                    raise ValueError(f"{path}:{number}: not a JSON line ({exc}); pass an event log "
-                                     f"written by JsonlSink") from None
-                if type(record) is not dict:
-                    raise ValueError(f"{path}:{number}: a JSON {type(record).__name__}, not an event object")
-                records.append(record)
+            lines = [line for line in f.read().splitlines() if line and not line.isspace()]
+        try:
+            parsed = json.loads("[" + ",".join(lines) + "]")
+        except ValueError:
+            parsed = None
+        if parsed is None or len(parsed) != len(lines) or any(type(r) is not dict for r in parsed):
+            _find_bad_line(path)
+            raise ValueError(f"{path}: not one JSON object a line; pass an event log written by JsonlSink")
+        records.extend(parsed)
     return records
+
+
+def _find_bad_line(path: str | os.PathLike[str]) -> None:
+    """Raise ``ValueError`` naming the first line of ``path`` that is not one JSON object."""
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise ValueError(f"{path}:{number}: not a JSON line ({exc}); pass an event log "
+                                 f"written by JsonlSink") from None
+            if type(record) is not dict:
+                raise ValueError(f"{path}:{number}: a JSON {type(record).__name__}, not an event object")
 
 
 class RecordedBackend:

@@ -185,3 +185,14 @@ def test_a_consumer_wait_is_recorded_in_real_seconds_even_with_an_infinite_poll_
     assert got and got[0].ref.sample_id == "s0"
     waits = [r["waited"] for r in ring.records() if r["ev"] == "wait"]
     assert len(waits) == 2 and waits[0] >= 0.01 and 0 <= waits[1] < 10
+
+
+def test_read_jsonl_names_the_line_that_is_not_one_object(tmp_path):
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"seq": 1}\n\n{"seq": 2}\n')
+    assert read_jsonl([good]) == [{"seq": 1}, {"seq": 2}]
+    for text, line in (('{"seq": 1}\n{"seq": 2},{"seq": 3}\n', 2), ('{"seq": 1}\n[1]\n', 2), ("{oops\n", 1)):
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(text)
+        with pytest.raises(ValueError, match=f"bad.jsonl:{line}: "):
+            read_jsonl([bad])
