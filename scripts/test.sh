@@ -10,5 +10,6 @@ bash scripts/setup.sh
 if [ $# -eq 0 ]; then
     .venv/bin/refqueue check-spec
     .venv/bin/refqueue check-spec --mutants
+    bash scripts/crosshair.sh
 fi
 exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" "$@"

@@ -34,6 +34,12 @@ the only current one (one lease outstanding, the common case of a consumer
 that acks each lease before taking the next), the rebuild is that entry
 alone, with no scan.
 
+NaN: a lease whose deadline is NaN (a clock that returned NaN) is never
+due, as in the model (``deadline <= now`` is false), so its entry is never
+pushed (a NaN would also break the heap's order); a reclaim at a NaN ``now``
+finds nothing due.  ``refqueue._decisions.reclaim_order`` replays this heap
+for ``crosshair diffbehavior`` against the model's ``reclaim_order``.
+
 Not thread-safe by itself: the owning queue calls it with its lock held.
 """
 
@@ -70,8 +76,10 @@ class DeadlineHeap:
 
     def add(self, entry: Entry) -> None:
         """Push ``entry`` (``(deadline, sample_id, lease_id)``) before the
-        owner commits that lease; it is stale until then."""
-        heappush(self._heap, entry)
+        owner commits that lease; it is stale until then.  A NaN deadline is
+        never due: not pushed."""
+        if entry[0] == entry[0]:
+            heappush(self._heap, entry)
 
     def settle(self, entry: Entry, current: int) -> None:
         """After the owner committed ``entry``'s lease: compact if the heap
@@ -79,7 +87,7 @@ class DeadlineHeap:
         (the owner's outstanding count), ``entry`` among them."""
         if len(self._heap) > self._compact_above:
             if current == 1:
-                self._heap = [entry]
+                self._heap = [entry] if entry[0] == entry[0] else []
             else:
                 self.compact()
             self._compact_above = 2 * max(len(self._heap), SLACK)
@@ -92,7 +100,7 @@ class DeadlineHeap:
         live = self._live
         while heap:
             entry = heap[0]
-            if entry[0] > now:
+            if not entry[0] <= now:  # not due (and nothing is due at a NaN now)
                 return None
             rec = live.get(entry[1])
             if rec is not None and rec.lease_id == entry[2] and rec.deadline == entry[0]:

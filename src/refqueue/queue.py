@@ -113,6 +113,7 @@ from refqueue._checks import (
     describe,
 )
 from refqueue._deadlines import DeadlineHeap
+from refqueue._decisions import next_paused
 from refqueue._leases import (  # noqa: F401  (_next_lease_id, _lease_id_counter: the seed's module names)
     MAX_DELIVERIES_REASON,
     DeadLetter,
@@ -878,17 +879,14 @@ class SampleRefQueue:
         if self._high is not None:
             own = 0 if parking.parked else parking.nbytes  # a first step counts its ref as parked
             effective = max(0, health.resident_bytes - self._parked_bytes - own)
-            if self._paused:
-                if effective <= self._low:  # type: ignore[operator]
-                    self._paused = False
-                    self._transition("resume", health)
-                    # the other blocked producers may go now
+            paused = next_paused(self._paused, effective, self._high, self._low)  # refqueue._decisions
+            if paused != self._paused:
+                self._paused = paused
+                self._transition("pause" if paused else "resume", health)
+                if not paused:  # the other blocked producers may go now
                     self._room_generation += 1
                     if self._producers_waiting:
                         self._room.notify_all()
-            elif effective >= self._high:
-                self._paused = True
-                self._transition("pause", health)
             if self._paused and (self._pending or self._outstanding):
                 if self._event_log is not None:
                     self._emit_try_put(ref, parking, health, False)

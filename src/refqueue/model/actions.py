@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from refqueue.model.decisions import effective_residency, is_due, next_paused
 from refqueue.model.state import (
     ACKED,
     DEAD,
@@ -385,12 +386,10 @@ def try_put(cfg: Config, state: State, sample_id: str, nbytes: int = 0) -> Outco
     paused = state.paused
     events: tuple[str, ...] = ()
     if cfg.high is not None:
-        effective = max(0, state.resident_bytes - sum(b for _, b in others) - nbytes)
-        if paused:
-            if effective <= cfg.low:  # type: ignore[operator]
-                paused, events = False, ("resume",)
-        elif effective >= cfg.high:
-            paused, events = True, ("pause",)
+        effective = effective_residency(state.resident_bytes, sum(b for _, b in others) + nbytes)
+        after = next_paused(paused, effective, cfg.high, cfg.low)
+        if after != paused:
+            paused, events = after, (("pause",) if after else ("resume",))
     if paused and _has_work(state):
         parked = tuple(sorted(others + ((sample_id, nbytes),)))
         if paused != state.paused or parked != state.parked:
@@ -563,7 +562,7 @@ def expired(state: State) -> list[int]:
     """Indices of leased samples whose deadline has passed (``deadline <= now``),
     in reclaim order: by deadline, ties by sample id."""
     now = state.now
-    hits = [i for i, r in enumerate(state.recs) if r.deadline is not None and r.deadline <= now]
+    hits = [i for i, r in enumerate(state.recs) if r.deadline is not None and is_due(r.deadline, now)]
     if len(hits) > 1:
         hits.sort(key=lambda i: (state.recs[i].deadline, state.ids[i]))
     return hits
