@@ -20,7 +20,8 @@ from refqueue.backends._redis_scripts import PRELUDE
 _UNFENCED_ACK = PRELUDE + r"""
 local id = ARGV[4]
 if not redis.call('HGET', LEASE, id) then return 0 end
-return {finish(id, false), producers_waiting()}
+local done = finish(id, false)
+return {done[1], done[2], producers_waiting()}
 """
 
 
@@ -32,8 +33,8 @@ class UnfencedAck(redis_backend.RedisSampleRefQueue):
                 answer = self._redis.eval(_UNFENCED_ACK, 1, self._prefix, *self._config_args, sample_id)
             if answer == 0:
                 return False
-            undo, producers = answer
-            self._scrub_or_undo("ack", undo)
+            ref_json, undo, producers = answer
+            self._scrub_or_undo("ack", ref_json, undo)
         if producers:
             self._notify_room("ack")
         return True

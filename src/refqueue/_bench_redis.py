@@ -55,10 +55,12 @@ def _fenced_one_client(url: str, ops: int) -> float:
     from refqueue._bench_queue import CounterStore, clone_refs
 
     store = CounterStore()
-    q = _queue(url, f"bench-{uuid.uuid4().hex}", store)
+    name = f"bench-{uuid.uuid4().hex}"
+    q = _queue(url, name, store)
+    producer = _queue(url, name)  # another client puts: the consumer parses every ref it leases
     for ref in clone_refs(ops):
         store.hold(ref)
-        q.put(ref)
+        producer.put(ref)
     started = time.perf_counter()
     for _ in range(ops):
         q.ack(q.acquire_nowait())

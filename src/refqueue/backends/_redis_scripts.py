@@ -128,10 +128,12 @@ local function enqueue(id, ref)
 end
 
 -- An ack (reason false) or a dead letter of the leased sample id, committed.
--- Returns the undo record (JSON): everything needed to put the queue back as
--- it was if the store's scrub, which runs after this script, raises.
+-- Returns {its ref, the undo record (JSON)}: the record holds everything
+-- needed to put the queue back as it was if the store's scrub, which runs
+-- after this script, raises.
 local function finish(id, reason)
-  local undo = {id = id, lease = redis.call('HGET', LEASE, id), ref = redis.call('HGET', REFS, id),
+  local ref = redis.call('HGET', REFS, id)
+  local undo = {id = id, lease = redis.call('HGET', LEASE, id),
                 deadline = redis.call('ZSCORE', DEADLINES, id), deliv = redis.call('HGET', DELIV, id),
                 redeliv = redis.call('HGET', REDELIV, id), reason = reason or '', dropped = {},
                 evicted = '', acked_trimmed = ''}
@@ -141,7 +143,7 @@ local function finish(id, reason)
   redis.call('HDEL', REDELIV, id)
   redis.call('ZREM', DEADLINES, id)
   if reason then
-    redis.call('RPUSH', DEAD, cjson.encode({undo.ref, reason, tonumber(undo.deliv)}))
+    redis.call('RPUSH', DEAD, cjson.encode({ref, reason, tonumber(undo.deliv)}))
     local over = redis.call('LLEN', DEAD) - DEADLIMIT
     if over > 0 then
       undo.dropped = redis.call('LRANGE', DEAD, 0, over - 1)
@@ -164,7 +166,7 @@ local function finish(id, reason)
   end
   redis.call('HINCRBY', META, 'room', 1)
   wake_if_drained()
-  return cjson.encode(undo)
+  return {ref, cjson.encode(undo)}
 end
 
 -- a fail or a reclaim of the leased sample id below max_deliveries: to the tail
@@ -297,27 +299,28 @@ return {lease_id, id, redis.call('HGET', REFS, id), redis.call('HGET', REDELIV, 
 """,
     # A live ack (ARGV[6] "") or dead-letter (ARGV[6] the reason), fenced: commits,
     # and the client then scrubs (running "undo" if the scrub raises).  ARGV[4] id,
-    # ARGV[5] lease id -> 0 (stale) | {undo record, producers waiting}
+    # ARGV[5] lease id -> 0 (stale) | {ref, undo record, producers waiting}
     "finish": r"""
 local id = ARGV[4]
 if redis.call('HGET', LEASE, id) ~= ARGV[5] then return 0 end
 local reason = ARGV[6]
 if reason == '' then reason = false end
-return {finish(id, reason), producers_waiting()}
+local done = finish(id, reason)
+return {done[1], done[2], producers_waiting()}
 """,
     # Put back what "finish" did (the store's scrub raised).  ARGV[4] the undo
-    # record -> 1 | 0 (the id was put again meanwhile: cannot)
+    # record, ARGV[5] the ref -> 1 | 0 (the id was put again meanwhile: cannot)
     "undo": r"""
-local undo = cjson.decode(ARGV[4])
+local undo, ref = cjson.decode(ARGV[4]), ARGV[5]
 local id = undo.id
 if redis.call('HEXISTS', REFS, id) == 1 then return 0 end
-redis.call('HSET', REFS, id, undo.ref)
+redis.call('HSET', REFS, id, ref)
 redis.call('HSET', LEASE, id, undo.lease)
 redis.call('HSET', DELIV, id, undo.deliv)
 redis.call('HSET', REDELIV, id, undo.redeliv)
 redis.call('ZADD', DEADLINES, undo.deadline, id)
 if undo.reason ~= '' then
-  redis.call('LREM', DEAD, -1, cjson.encode({undo.ref, undo.reason, tonumber(undo.deliv)}))
+  redis.call('LREM', DEAD, -1, cjson.encode({ref, undo.reason, tonumber(undo.deliv)}))
   if #undo.dropped > 0 then
     for i = #undo.dropped, 1, -1 do redis.call('LPUSH', DEAD, undo.dropped[i]) end
     redis.call('HINCRBY', META, 'dropped', -#undo.dropped)
@@ -337,16 +340,17 @@ end
 if redis.call('LLEN', PENDING) == 0 then redis.call('DEL', WAKE) end
 return 1
 """,
-    # ARGV[4] id, ARGV[5] lease id -> 0 (stale) | {'', producers waiting} (requeued)
-    # | {undo record, producers waiting} (at max_deliveries: dead-lettered; scrub next)
+    # ARGV[4] id, ARGV[5] lease id -> 0 (stale) | {'', '', producers waiting} (requeued)
+    # | {ref, undo record, producers waiting} (at max_deliveries: dead-lettered; scrub next)
     "fail": r"""
 local id = ARGV[4]
 if redis.call('HGET', LEASE, id) ~= ARGV[5] then return 0 end
 if at_max_deliveries(id) then
-  return {finish(id, 'max_deliveries'), producers_waiting()}
+  local done = finish(id, 'max_deliveries')
+  return {done[1], done[2], producers_waiting()}
 end
 requeue(id)
-return {'', producers_waiting()}
+return {'', '', producers_waiting()}
 """,
     # ARGV[4] id, ARGV[5] lease id, ARGV[6] now, ARGV[7] deadline, ARGV[8] seconds -> 0 | 1
     "extend": r"""
@@ -359,14 +363,15 @@ return 1
     # Take back the due leases in order until one is at max_deliveries: that
     # one is dead-lettered and the script stops (the client scrubs it, then calls
     # again with the same now).  ARGV[4] now ("": the server's) ->
-    # {now, count requeued, producers waiting[, undo record of the dead letter]}
+    # {now, count requeued, producers waiting[, ref and undo record of the dead letter]}
     "reclaim": r"""
 local now = ARGV[4]
 if now == '' then now = fmt(server_now()) end
 local count = 0
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', now)) do
   if at_max_deliveries(id) then
-    return {now, count, producers_waiting(), finish(id, 'max_deliveries')}
+    local done = finish(id, 'max_deliveries')
+    return {now, count, producers_waiting(), done[1], done[2]}
   end
   requeue(id)
   count = count + 1

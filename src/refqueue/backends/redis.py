@@ -100,6 +100,8 @@ _CLIENT_OPTIONS = {
     "retry": Retry(NoBackoff(), 0),
 }
 _monotonic = time.monotonic
+# How many parsed refs of its leases a client keeps for their ack (the oldest go first).
+_REFS_KEPT = 4096
 # Each script's full source and its SHA1 (what EVALSHA names it by).
 _SOURCES = {op: PRELUDE + body for op, body in SCRIPTS.items()}
 _SHAS = {op: hashlib.sha1(source.encode()).hexdigest() for op, source in _SOURCES.items()}
@@ -274,6 +276,9 @@ class RedisSampleRefQueue:
         self._step_lock: Any = contextlib.nullcontext() if clock is None else self._store_lock
         self._reclaimer_lock = threading.Lock()
         self._reclaimer: Reclaimer | None = None
+        # The refs of this client's recent leases, by their JSON (see _ref).
+        self._refs: dict[str, SampleRef] = {}
+        self._refs_lock = threading.Lock()
         config = json.dumps(
             {
                 "visibility_timeout": visibility_timeout.seconds,
@@ -454,7 +459,7 @@ class RedisSampleRefQueue:
             return answer
         lease_id, _sample_id, ref_json, redeliveries, deadline_text = answer
         return mint_lease(
-            SampleRef.from_json(ref_json), float(deadline_text), self._vt, int(redeliveries), int(lease_id), self._epoch
+            self._ref(ref_json), float(deadline_text), self._vt, int(redeliveries), int(lease_id), self._epoch
         )
 
     def ack(self, lease: Lease) -> bool:
@@ -483,22 +488,22 @@ class RedisSampleRefQueue:
                 answer = self._run("finish", sample_id, lease_id, reason)
             if answer == 0:
                 return False
-            undo, producers = answer
-            self._scrub_or_undo(call, undo)
+            ref_json, undo, producers = answer
+            self._scrub_or_undo(call, ref_json, undo)
         if producers:
             self._notify_room(call)
         return True
 
-    def _scrub_or_undo(self, call: str, undo: str) -> None:
+    def _scrub_or_undo(self, call: str, ref_json: str, undo: str) -> None:
         """Scrub the data of a sample whose completion just committed
         (``_store_lock`` held); if the scrub raises, put the queue back as it
         was (the undo record) and re-raise."""
-        ref = SampleRef.from_json(json.loads(undo)["ref"])
+        ref = self._ref(ref_json, forget=True)
         try:
             self._store.scrub(ref)
         except BaseException as exc:
             with self._connection(call):
-                undone = self._run("undo", undo)
+                undone = self._run("undo", undo, ref_json)
             if not undone:  # pragma: no cover (only another client's re-put of the id can cause it)
                 raise RuntimeError(
                     f"{call}({ref.sample_id!r}): the store's scrub raised {exc!r} after the completion "
@@ -506,6 +511,21 @@ class RedisSampleRefQueue:
                     f"resident: scrub it (store.scrub(ref)) once the store works"
                 ) from exc
             raise
+
+    def _ref(self, ref_json: str, *, forget: bool = False) -> SampleRef:
+        """The ``SampleRef`` of ``ref_json``: the one this client parsed when it
+        leased it (``forget``: and drop it), else parsed now.  Parsing a ref
+        validates every field, which costs more than a round trip."""
+        with self._refs_lock:
+            ref = self._refs.pop(ref_json, None) if forget else self._refs.get(ref_json)
+        if ref is None:
+            ref = SampleRef.from_json(ref_json)
+            if not forget:
+                with self._refs_lock:
+                    if len(self._refs) >= _REFS_KEPT:
+                        del self._refs[next(iter(self._refs))]  # the oldest
+                    self._refs[ref_json] = ref
+        return ref
 
     def _notify_room(self, call: str) -> None:
         """Wake the waiting producers again, now that the data is scrubbed."""
@@ -521,10 +541,10 @@ class RedisSampleRefQueue:
                 answer = self._run("fail", sample_id, lease_id)
             if answer == 0:
                 return False
-            undo, producers = answer
-            if undo:  # at max_deliveries: dead-lettered
-                self._scrub_or_undo("fail", undo)
-        if undo and producers:
+            ref_json, undo, producers = answer
+            if ref_json:  # at max_deliveries: dead-lettered
+                self._scrub_or_undo("fail", ref_json, undo)
+        if ref_json and producers:
             self._notify_room("fail")
         return True
 
@@ -565,7 +585,7 @@ class RedisSampleRefQueue:
                     total += int(count)
                     if not dead:
                         return total
-                    self._scrub_or_undo("reclaim_expired", dead[0])  # the leases before it stay taken back
+                    self._scrub_or_undo("reclaim_expired", *dead)  # the leases before it stay taken back
                     total += 1
                     notify = notify or bool(producers)
         finally:
