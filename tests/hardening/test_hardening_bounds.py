@@ -170,3 +170,50 @@ def test_extending_many_leases_keeps_the_deadline_heap_within_twice_the_peak(mak
             assert len(q._deadlines) <= 2 * max(peak, SLACK) + 1
     clock.advance(10.0)
     assert q.reclaim_expired() == 5
+
+
+# -- store handles and the loader's leases ----------------------------------------------------
+
+
+def _loader_world(n: int):
+    torch = pytest.importorskip("torch")
+    from refqueue.stores import LocalFeatureStore
+
+    store = LocalFeatureStore(None, None, None, None)
+    q = SampleRefQueue(store)
+    for i in range(n):
+        q.put(store.put(f"s{i}", {"aux_hidden_states": torch.full((2, 3), float(i)), "input_ids": torch.arange(3),
+                                  "attention_mask": torch.ones(3), "loss_mask": torch.ones(3)},
+                        run_id="r", algorithm="eagle3", schema_version=1, target_model_version="t",
+                        draft_weight_version=0, num_tokens=3))
+    q.close()
+    return store, q
+
+
+@pytest.mark.parametrize(("batch_size", "prefetch"), [(1, 0), (3, 0), (2, 4), (1, 8)])
+def test_a_loader_holds_at_most_prefetch_plus_batch_size_handles_and_leases(batch_size, prefetch):
+    from refqueue.loader import FeatureDataLoader
+
+    store, q = _loader_world(60)
+    bound = prefetch + batch_size
+    seen = 0
+    with FeatureDataLoader(q, batch_size=batch_size, prefetch=prefetch) as loader:
+        for batch in loader:
+            seen += len(batch)
+            assert store.handle_count <= bound and q.outstanding_count() <= bound
+            assert len(loader.held) <= bound
+    assert seen == 60 and store.handle_count == 0 and q.is_drained
+
+
+def test_unreleased_handles_are_one_per_get_and_gc_sweeps_those_of_scrubbed_samples():
+    store, q = _loader_world(5)
+    refs = []
+    for _ in range(5):
+        lease = q.acquire_nowait()
+        refs.append(lease.ref)
+        for _ in range(3):
+            store.get(lease.ref)  # a holder that never releases
+        assert q.ack(lease)  # the ack scrubs the data; the handles are left behind
+    assert store.handle_count == 15  # one per get not released: the only growth, and gc bounds it
+    assert store.gc() == 15 and store.handle_count == 0
+    assert store.gc() == 0
