@@ -207,3 +207,46 @@ def test_monitor_must_attach_before_use():
         Monitor(q)
     with pytest.raises(ValueError, match="records no events"):
         Monitor(SampleRefQueue(CounterStore()))
+
+
+def test_fail_to_head_mutant_under_a_threaded_workload_is_refused_at_a_redelivery_that_jumped_the_queue():
+    import threading
+
+    backend, store, ring, _ = recorded_mutant("fail_to_head")
+    for ref in refs(200):
+        store.hold(ref)
+        backend.put(ref)
+    done = threading.Event()
+    counter = iter(range(10**9))
+    lock = threading.Lock()
+
+    def consume():
+        while not done.is_set():
+            lease = backend.acquire()
+            if lease is None:
+                done.set()
+                return
+            with lock:
+                k = next(counter)
+            if k % 5 == 4 and lease.redelivery_count == 0:
+                backend.fail(lease)
+            else:
+                backend.ack(lease)
+
+    threads = [threading.Thread(target=consume) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    records = ring.records()
+    v = check_records(records).violation
+    assert v is not None and v.record["ev"] == "acquire"
+    sample = v.record["sample"]
+    failed = [r for r in records if r["ev"] == "fail" and r["sample"] == sample and r["seq"] < v.record["seq"]]
+    assert failed  # the mutant handed out a sample that was just failed ...
+    head = v.message.split("head of pending, ")[1].strip("'")
+    put_seq = next(r["seq"] for r in records if r["ev"] == "put" and r["sample"] == head)
+    assert put_seq < failed[-1]["seq"]  # ... ahead of one that was waiting before it was failed
+    # the right record: the first acquire after the first fail (with 200 samples, others were pending)
+    first_fail = next(r["seq"] for r in records if r["ev"] == "fail")
+    assert v.record is next(r for r in records if r["ev"] == "acquire" and r["seq"] > first_fail)
