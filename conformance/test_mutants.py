@@ -4,6 +4,7 @@ the base backend itself is certified."""
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,8 @@ def test_the_base_backend_conforms(phase):
 
 @pytest.mark.parametrize("mutant", MUTANTS)
 def test_ci_profile_rejects_mutant(mutant, tmp_path, record_property):
+    if mutant.startswith("redis_") and shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed; the Redis mutants run on a throwaway one (apt-get install redis-server)")
     target = f"conformance.mutants.{mutant}:make"
     cert = certify(target, profile="ci")
     assert not cert.passed, f"the ci profile did not catch {mutant}"
