@@ -61,6 +61,7 @@ class TraceResult:
     queues: int = 0
     processes: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     violation: Violation | None = None
 
     @property
@@ -73,6 +74,7 @@ class TraceResult:
             "events": self.events, "samples": self.samples, "leases": self.leases,
             "redeliveries": self.redeliveries, "dead_letters": self.dead_letters, "queues": self.queues,
             "processes": self.processes, "seconds": round(self.seconds, 4), "events_per_s": round(rate),
+            "events_per_cpu_s": round(self.events / self.cpu_seconds) if self.cpu_seconds > 0 else 0,
         }
 
 
@@ -171,6 +173,7 @@ def check_records(records: Iterable[dict[str, Any]], window: int = 5) -> TraceRe
     """Order, replay and count ``records``; stops at the first violation.
     Raises ``BadTrace`` for records that cannot be replayed at all."""
     started = time.perf_counter()
+    cpu_started = time.process_time()
     ordered = order_records(list(records))
     result = TraceResult(events=len(ordered))
     checkers: dict[int, TraceChecker] = {}
@@ -199,6 +202,7 @@ def check_records(records: Iterable[dict[str, Any]], window: int = 5) -> TraceRe
         result.queues += len(c.queues)
     result.processes = len(checkers)
     result.seconds = time.perf_counter() - started
+    result.cpu_seconds = time.process_time() - cpu_started
     return result
 
 

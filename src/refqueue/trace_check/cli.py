@@ -5,7 +5,7 @@ the model state before it and the records around it are printed); 2: the
 input cannot be checked (a missing or unreadable file, a line that is not
 JSON, lost records), with a message saying why.  Prints the counts (events,
 samples, leases, redeliveries, dead letters) and events/s (reading and
-checking; the check alone).  ``--json`` prints one JSON object instead.
+checking; the check alone, per wall and per CPU second).  ``--json`` prints one JSON object instead.
 ``--tla`` also runs TLC on ``spec/SampleRefQueueTrace.tla`` with the log as
 its trace (short logs only: TLC explores the trace's states).
 """
@@ -83,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
             f"{counts['samples']} samples, {counts['leases']} leases, {counts['redeliveries']} redeliveries, "
             f"{counts['dead_letters']} dead letters, {counts['queues']} queue(s) in {counts['processes']} process(es)"
         )
-        print(f"check: {counts['events_per_s']:,} events/s; read+check: {counts['events_per_s_total']:,} events/s "
-              f"({total_s:.3f} s)")
+        print(f"check: {counts['events_per_s']:,} events/s ({counts['events_per_cpu_s']:,} per CPU second); "
+              f"read+check: {counts['events_per_s_total']:,} events/s ({total_s:.3f} s)")
         if tla is not None:
             print(f"TLC: {'OK' if tla.ok else 'FAIL'} ({tla.summary}, {tla.seconds:.1f} s)")
     if result.violation is not None:
