@@ -16,7 +16,18 @@ from collections import OrderedDict
 import pytest
 
 from refqueue.queue import Lease, VisibilityTimeout
-from refqueue.refs import MAX_INT, MAX_NESTING, FeatureSpec, FrozenMap, SampleRef, assert_no_tensors
+from refqueue.refs import FeatureSpec, FrozenMap, SampleRef, assert_no_tensors
+
+# refs.MAX_INT and refs.MAX_NESTING, spelled out so that each test here fails on
+# its own on 8456e91 (which had neither name)
+MAX_INT = 2**63 - 1
+MAX_NESTING = 100
+
+
+def test_the_bounds_are_the_documented_ones():
+    from refqueue import refs
+
+    assert (refs.MAX_INT, refs.MAX_NESTING) == (MAX_INT, MAX_NESTING)
 
 SPECS = {
     "aux_hidden_states": FeatureSpec((2, 4), "bfloat16"),
