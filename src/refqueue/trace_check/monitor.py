@@ -6,9 +6,11 @@ emitted.  On the first record the model does not allow it logs the
 violation (logger ``refqueue.trace_check``) and keeps it (``violation``);
 with ``on_violation="raise"`` it also raises ``TraceViolation`` out of the
 queue call that emitted the record, after that call's state change
-committed (a record emitted in the middle of a step, such as ``pause`` or
-``unpark``, raises at the step's closing record instead, so the queue is
-never left half-changed).  ``check()`` raises the kept violation, if any.
+committed.  A refused record emitted in the middle of a queue step
+(``pause``, ``resume``, ``unpark``) or by the store raises at the next
+queue record instead (for a store record that may be another thread's
+call), so neither the queue nor the store is ever left half-changed.
+``check()`` raises the kept violation, if any.
 """
 
 from __future__ import annotations
