@@ -265,3 +265,53 @@ def test_a_lease_after_close_still_settles_and_a_copy_acts_as_the_original(call,
     assert getattr(queue, call)(*args) is True
     assert getattr(queue, "ack")(leases[0]) is (call == "extend")  # the original is now stale unless extended
     assert isinstance(ManualClock(0.0).now(), float) and clock.now() == 0.0
+
+
+class AbortRaised(Exception):
+    pass
+
+
+@SETTINGS
+@given(raise_at=st.integers(0, 3), extra=st.integers(0, 2))
+def test_an_abort_when_that_raises_leaves_the_ref_unparked_and_unqueued(raise_at, extra):
+    store = unbounded_store()
+    queue = SampleRefQueue(store, clock=ManualClock(0.0), high_watermark_bytes=1, low_watermark_bytes=0)
+    work = put(store, "work")
+    queue.put(work)  # residency >= high and work pending: a blocking put pauses
+    refs = [put(store, f"p{i}") for i in range(extra + 1)]
+    before = snapshot(store, queue)
+    calls = []
+
+    def abort_when():
+        calls.append(1)
+        if len(calls) > raise_at:
+            raise AbortRaised("abort_when failed (injected)")
+        return False
+
+    with pytest.raises(AbortRaised):
+        queue.put_blocks_until_below(refs[0], poll_interval=1e-3, abort_when=abort_when)
+    after = snapshot(store, queue)
+    assert after.parked == 0 and after.pending == before.pending == 1
+    assert dataclasses.replace(after, paused=before.paused) == before  # the pause itself is a committed step
+
+
+@SETTINGS
+@given(call=st.sampled_from(["next", "commit", "extend", "close", "iter"]))
+def test_a_loader_after_close_ends_or_does_nothing(call):
+    from refqueue.loader import FeatureDataLoader
+
+    store, queue, _, _ = world(2, leased=0)
+    loader = FeatureDataLoader(queue, algorithm="eagle3", schema_version=1, close_queue=False)
+    next(loader)
+    loader.close()
+    before = snapshot(store, queue)
+    if call == "next":
+        with pytest.raises(StopIteration):
+            next(loader)
+    elif call == "iter":
+        assert list(loader) == []
+    elif call == "extend":
+        assert loader.extend() is False
+    else:
+        getattr(loader, call)()
+    assert snapshot(store, queue) == before and loader.held == []
