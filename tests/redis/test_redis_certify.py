@@ -1,0 +1,63 @@
+"""The Redis backend under the conformance kit: every phase passes (slow),
+backend options reach the factory (``-o key=value``), and a bad option
+exits 2 before any run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import redis
+
+from refqueue.conformance.certify import PHASES, certify
+
+pytestmark = pytest.mark.redis
+
+TARGET = "refqueue.backends.redis:make"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("phase", PHASES)
+def test_every_phase_passes_on_a_throwaway_server(phase):
+    cert = certify(TARGET, profile="ci", phases=(phase,))
+    assert cert.passed, cert.counterexample
+
+
+def test_options_reach_the_factory(redis_server):
+    cert = certify(TARGET, profile="ci", phases=("construction",), options={"url": redis_server.url, "prefix": "opt-test:"})
+    assert cert.passed, cert.counterexample
+    keys = redis.Redis.from_url(redis_server.url).keys("opt-test:*")
+    assert keys  # the queues were made on the server the option named, under its prefix
+
+
+def _certify(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "refqueue.cli", "certify", TARGET, "--no-progress", *args],
+        capture_output=True, text=True, timeout=300,
+    )
+
+
+def test_an_unknown_option_exits_2_naming_it(redis_server, tmp_path):
+    done = _certify("-o", f"url={redis_server.url}", "-o", "colour=1", "--report", str(tmp_path))
+    assert done.returncode == 2
+    assert "unknown option(s) ['colour']" in done.stderr
+
+
+def test_a_bad_option_value_and_a_kit_key_exit_2(tmp_path):
+    done = _certify("-o", "url=http://127.0.0.1:1/0", "--report", str(tmp_path))
+    assert done.returncode == 2 and "scheme 'http'" in done.stderr
+    done = _certify("-o", "visibility_timeout=3", "--report", str(tmp_path))
+    assert done.returncode == 2 and "a key the kit passes itself" in done.stderr
+    done = _certify("-o", "url=redis://127.0.0.1:1/0", "-o", "url=redis://127.0.0.1:2/0", "--report", str(tmp_path))
+    assert done.returncode == 2 and "given twice" in done.stderr
+
+
+def test_option_values_are_json_when_they_parse():
+    from refqueue.conformance.cli import _option
+
+    assert _option("retries=3") == ("retries", 3)
+    assert _option("tls=true") == ("tls", True)
+    assert _option('tags=["a"]') == ("tags", ["a"])
+    assert _option("url=redis://h:1/0") == ("url", "redis://h:1/0")
+    assert _option("name=") == ("name", "")
