@@ -250,3 +250,15 @@ def test_fail_to_head_mutant_under_a_threaded_workload_is_refused_at_a_redeliver
     # the right record: the first acquire after the first fail (with 200 samples, others were pending)
     first_fail = next(r["seq"] for r in records if r["ev"] == "fail")
     assert v.record is next(r for r in records if r["ev"] == "acquire" and r["seq"] > first_fail)
+
+
+def test_a_record_missing_a_field_is_bad_input_not_a_violation(tmp_path):
+    path = tmp_path / "missing.jsonl"
+    path.write_text(
+        '{"ev":"open","q":1,"t":0,"epoch":"e","visibility_timeout":1.0,"seq":1,"pid":1}\n'
+        '{"ev":"put","q":1,"t":0,"seq":2,"pid":1}\n'
+    )
+    proc = run_cli("trace-check", str(path))
+    assert proc.returncode == 2 and "seq=2 ev='put' has no 'sample' field" in proc.stderr
+    with pytest.raises(BadTrace, match="queue 1 has no open record"):
+        check_records([{"ev": "put", "q": 1, "seq": 1, "pid": 1, "sample": "s"}])

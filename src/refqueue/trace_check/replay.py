@@ -71,6 +71,13 @@ def _field(record: dict[str, Any], name: str) -> Any:
         ) from None
 
 
+def _missing(record: dict[str, Any], exc: KeyError) -> BadTrace:
+    return BadTrace(
+        f"record seq={record.get('seq')!r} ev={record.get('ev')!r} has no {exc.args[0]!r} field; "
+        f"pass records written by refqueue.events"
+    )
+
+
 class QueueReplay:
     """The model of one queue, stepped by that queue's (and its store's) records."""
 
@@ -137,14 +144,20 @@ class QueueReplay:
                 self.last_t = t
                 if ev in _TIMED and t != self.state.now:
                     self._tick(t)  # only these actions read the model's clock
-            problem = handler(record)
+            try:
+                problem = handler(record)
+            except KeyError as exc:
+                raise _missing(record, exc) from None
             if finishing:
                 self.scrubbed.clear()
             return problem
         handler = self._store_steps.get(ev)  # type: ignore[arg-type]
         if handler is None:
             raise BadTrace(f"record seq={record.get('seq')!r}: unknown store event {ev!r}")
-        return handler(record)
+        try:
+            return handler(record)
+        except KeyError as exc:
+            raise _missing(record, exc) from None
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -189,7 +202,7 @@ class QueueReplay:
             self._compact()
 
     def _lease(self, record: dict[str, Any]) -> ModelLease | str:
-        lease_id = _field(record, "lease")
+        lease_id = record["lease"]
         lease = self.leases.get(lease_id)
         if lease is None:
             return f"{record['ev']} of lease {lease_id!r}, which no acquire in this log issued"
@@ -233,7 +246,7 @@ class QueueReplay:
         return None
 
     def _put(self, record: dict[str, Any]) -> str | None:
-        sample = _field(record, "sample")
+        sample = record["sample"]
         self._restore(sample)
         out = A.put(self.cfg, self.state, sample)
         if out.error is not None:
@@ -249,12 +262,12 @@ class QueueReplay:
         return None
 
     def _try_put(self, record: dict[str, Any]) -> str | None:
-        sample, nbytes = _field(record, "sample"), _field(record, "nbytes")
+        sample, nbytes = record["sample"], record["nbytes"]
         announced, self.announced = self.announced, None
         self._restore(sample)
         state = self.state
         if not self.store_logged:
-            resident = _field(record, "resident_bytes")
+            resident = record["resident_bytes"]
             if resident != state.resident_bytes:
                 state = state._replace(resident_bytes=resident)
         was_parked = any(p[0] == sample for p in state.parked)
@@ -263,7 +276,7 @@ class QueueReplay:
             return (f"the queue took a put_blocks_until_below step of {sample!r}; the model rejects it "
                     f"({out.error.kind}): {out.error.message}")
         enqueued, events = out.value
-        if enqueued != _field(record, "enqueued"):
+        if enqueued != record["enqueued"]:
             return (f"put_blocks_until_below({sample!r}): the queue {'enqueued' if record['enqueued'] else 'held back'} "
                     f"the ref; the model {'enqueues' if enqueued else 'holds it back'} (resident "
                     f"{state.resident_bytes}, parked {state.parked}, paused {state.paused}, "
@@ -282,7 +295,7 @@ class QueueReplay:
         return None
 
     def _park(self, record: dict[str, Any]) -> str | None:
-        sample, nbytes = _field(record, "sample"), _field(record, "nbytes")
+        sample, nbytes = record["sample"], record["nbytes"]
         s = self.state
         if any(p[0] == sample for p in s.parked):
             return f"park of {sample!r}, which the model has parked already"
@@ -290,7 +303,7 @@ class QueueReplay:
         return None
 
     def _unpark(self, record: dict[str, Any]) -> str | None:
-        sample = _field(record, "sample")
+        sample = record["sample"]
         if not any(p[0] == sample for p in self.state.parked):
             return f"unpark of {sample!r}, which the model does not have parked"
         self.state = A.abort_put(self.cfg, self.state, sample).state
@@ -312,7 +325,7 @@ class QueueReplay:
         if lease.redelivery_count != record.get("redeliveries"):
             return (f"acquire of {sample!r} says redelivery {record.get('redeliveries')!r}; the model says "
                     f"{lease.redelivery_count}")
-        lease_id = _field(record, "lease")
+        lease_id = record["lease"]
         if lease_id in self.leases:
             return f"acquire of {sample!r} minted lease id {lease_id}, already issued for {self.leases[lease_id].sample_id!r}"
         deadline = record.get("deadline")
@@ -328,7 +341,7 @@ class QueueReplay:
         lease = self._lease(record)
         if isinstance(lease, str):
             return lease
-        live = _field(record, "live")
+        live = record["live"]
         problem = self._finish_scrub(lease.sample_id, live)
         if problem is not None:
             return problem
@@ -345,7 +358,7 @@ class QueueReplay:
         lease = self._lease(record)
         if isinstance(lease, str):
             return lease
-        live = _field(record, "live")
+        live = record["live"]
         completed = self.state.completed
         out = A.fail(self.cfg, self.state, lease)
         if out.value != live:
@@ -373,7 +386,7 @@ class QueueReplay:
         lease = self._lease(record)
         if isinstance(lease, str):
             return lease
-        live = _field(record, "live")
+        live = record["live"]
         problem = self._finish_scrub(lease.sample_id, live)
         if problem is not None:
             return problem
@@ -393,13 +406,13 @@ class QueueReplay:
         lease = self._lease(record)
         if isinstance(lease, str):
             return lease
-        live = _field(record, "live")
+        live = record["live"]
         if not live:
             out = A.extend(self.cfg, self.state, lease, 1.0)
             if out.value:
                 return self._live_mismatch("extend", lease, live, True)
             return None
-        seconds = _field(record, "seconds")
+        seconds = record["seconds"]
         out = A.extend(self.cfg, self.state, lease, seconds)
         if out.error is not None:
             return f"extend of {lease.sample_id!r} by {seconds!r}: the model rejects it: {out.error.message}"
@@ -415,7 +428,7 @@ class QueueReplay:
         state = self.state
         expected = [state.ids[i] for i in A.expired(state)]
         if "samples" not in record:  # a RecordedBackend: only the count is known
-            count = _field(record, "count")
+            count = record["count"]
             if count != len(expected):
                 return (f"reclaim at t={state.now!r} took back {count} lease(s); the model takes back "
                         f"{len(expected)}: {expected} (every lease with deadline <= now)")
@@ -456,7 +469,7 @@ class QueueReplay:
     # -- store steps -------------------------------------------------------------------
 
     def _store_put(self, record: dict[str, Any]) -> str | None:
-        sample, nbytes = _field(record, "sample"), _field(record, "nbytes")
+        sample, nbytes = record["sample"], record["nbytes"]
         self._restore(sample)
         out = A.store_put(self.cfg, self.state, sample, nbytes)
         if out.error is not None:
@@ -465,7 +478,7 @@ class QueueReplay:
         return self._check_residency(record)
 
     def _get(self, record: dict[str, Any]) -> str | None:
-        sample = _field(record, "sample")
+        sample = record["sample"]
         if sample in self.scrubbed:
             return f"get of {sample!r} succeeded after the store scrubbed it"
         out = A.get(self.cfg, self.state, sample)
@@ -474,7 +487,7 @@ class QueueReplay:
         return None
 
     def _scrub(self, record: dict[str, Any]) -> str | None:
-        sample = _field(record, "sample")
+        sample = record["sample"]
         rec = A.rec_of(self.state, sample)
         if rec is None or not rec.resident:
             return f"the store scrubbed {sample!r}, whose data the model says is not resident"
