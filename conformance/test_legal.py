@@ -34,3 +34,20 @@ def test_seed_api_walks_its_reduced_world():
     assert "no extend" in walks["reduced_world"] and "no max_deliveries" in walks["reduced_world"]
     checks = [n["check"] for n in cert.not_checked]
     assert "producers phase" in checks and any("extend" in c for c in checks)
+
+
+@pytest.mark.slow  # every transition of the reduced world graph: about 70 s alone on 2 cores
+def test_seed_api_is_certified_exhaustively_on_its_reduced_world():
+    cert = certify("conformance.legal.seed_api:make", profile="ci", exhaustive=True, phases=("construction", "walks"))
+    assert cert.passed, f"{cert.failure}\n{cert.counterexample}"
+    assert "walks" not in cert.phases and "skipped" not in cert.phases["exhaustive"]
+    exhaustive = cert.phases["exhaustive"]
+    assert exhaustive["steps"] > 0
+    assert "no extend" in exhaustive["reduced_world"] and "no max_deliveries" in exhaustive["reduced_world"]
+    graph = cert.coverage["world_graph"]
+    assert graph["transitions"] == graph["transitions_total"] > 0  # every transition of the reduced world taken
+    checks = [n["check"] for n in cert.not_checked]
+    for what in ("extend", "max_deliveries", "dedup_window", "dead_letter", "acquire_nowait", "Lease.to_json"):
+        assert any(c.startswith(what) for c in checks), (what, checks)
+    markdown = cert.to_markdown()
+    assert "## Not checked" in markdown and "extend=False declared" in markdown
