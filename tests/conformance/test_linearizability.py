@@ -244,7 +244,7 @@ def test_history_json_round_trips():
         (
             history_text(events=lambda es: [{**es[0], "call": "pop"}] + es[1:]),
             r"^event 0 has call 'pop'; use one of put, put_blocks, acquire_nowait, acquire, ack, fail, dead_letter, "
-            r"extend, reclaim_expired, close, tick, pending_count, outstanding_count, is_drained, is_closed, dead_letters$",
+            r"extend, reclaim_expired, close, tick, pending_count, outstanding_count, is_drained, is_closed, dead_letters, store_put, health, is_paused, scrub, callback$",
         ),
         (
             history_text(events=lambda es: [{**es[0], "invoke": 2}] + es[1:]),
@@ -430,3 +430,47 @@ def test_a_dead_letter_not_in_the_tie_cannot_move_into_it():
     v = check(_with_events(h, events))
     assert v.result == ILLEGAL
     assert v.blocker == 399
+
+
+# -- rich histories: the store's data, health() reads, callbacks -------------------------------------
+
+
+def test_a_callback_may_be_delivered_by_another_threads_call():
+    # t2's one-step blocking put pauses (3 units resident, its own 1 not counted:
+    # 2 >= high 2) and aborts; the backend runs on_pause in t1, inside t1's
+    # health() read; then t2 reads the flag and scrubs the data it owns
+    h = load("ok_callback_delivered_by_another_call")
+    v = check(h)
+    assert v.ok, v.describe()
+    assert respects_real_time(h, v.order)
+    assert v.order.index(4) < v.order.index(6)  # the step fires the callback before it is delivered
+
+
+@pytest.mark.parametrize(
+    ("name", "blocker", "says"),
+    [
+        ("illegal_callback_twice", 6, "no callback is waiting to be delivered (on_pause ran once too often)"),
+        (
+            "illegal_callback_never_run",
+            5,
+            "after every call, on_pause fired by a blocking put's step was never run (a callback must be delivered, once)",
+        ),
+        (
+            "illegal_health_torn",
+            4,
+            "no state answers health() so: every sample of the history is 1 unit(s), so no state holds 2 units in 3 "
+            "samples",
+        ),
+    ],
+)
+def test_a_callback_run_twice_or_never_and_a_torn_health_read_are_rejected(name, blocker, says):
+    v = check(load(name))
+    assert v.result == ILLEGAL
+    assert (v.blocker, v.model_says) == (blocker, says)
+
+
+def test_a_store_put_the_history_does_not_size_is_refused():
+    data = json.loads((HISTORIES / "illegal_health_torn.json").read_text())
+    data["sizes"] = {"a": 1, "b": 1}
+    with pytest.raises(ValueError, match=r"^event #2 \(store_put\) writes 'c', which the history's sizes do not list"):
+        History.from_dict(data)

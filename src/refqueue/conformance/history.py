@@ -95,7 +95,16 @@ CALLS: Mapping[str, tuple[str, ...]] = {
     "is_drained": (),
     "is_closed": (),
     "dead_letters": (),
+    "store_put": ("sample",),  # store.put of the sample's data (its size: the history's sizes)
+    "health": (),  # store.health(), in units: {"resident", "count", "high", "low"}
+    "is_paused": (),
+    "scrub": ("sample",),  # store.scrub(ref) by the producer of a put the queue refused (it owns the data)
+    # on_pause/on_resume ran in this thread: "pause"/"resume".  A backend may
+    # deliver a callback in another call than the step that caused it (in
+    # order, outside its locks): the event is the delivery, not a call.
+    "callback": ("event",),
 }
+CALLBACKS = ("pause", "resume")
 
 LeaseKey = tuple[str, int]  # (epoch, lease_id): a lease's identity (D1)
 
@@ -198,7 +207,8 @@ class History:
     backend promised strict FIFO; ``deadlines`` whether it honours the
     injected clock (only then are lease deadlines compared); ``epoch`` the
     queue's epoch; ``stored`` the sample ids (and sizes in units) whose data
-    was written before the first event.  A recorded history lists its events
+    was written before the first event; ``sizes`` those (and their sizes)
+    whose data its ``store_put`` events write, concurrently with the rest.  A recorded history lists its events
     in ``invoke`` order (the checker does not rely on it).
     """
 
@@ -213,6 +223,7 @@ class History:
     stored: Mapping[str, int]
     events: tuple[Event, ...]
     threads: int = field(default=0)
+    sizes: Mapping[str, int] = field(default_factory=dict)  # ids its store_put events write -> size in units
 
     def __post_init__(self) -> None:
         if not self.threads:
@@ -233,6 +244,7 @@ class History:
             "clock_start": self.clock_start,
             "epoch": self.epoch,
             "stored": dict(self.stored),
+            **({"sizes": dict(self.sizes)} if self.sizes else {}),
             "events": [e.to_dict() for e in self.events],
         }
 
@@ -306,6 +318,9 @@ def _parse(data: Any) -> History:
         raise _bad(f"history store {store!r} must be an object with only {', '.join(_STORE_KEYS)}")
     if not isinstance(stored, dict) or not all(isinstance(k, str) and k and _is_int(v) and v >= 0 for k, v in stored.items()):
         raise _bad("history stored must map sample ids to sizes in units (ints >= 0)")
+    sizes = data.get("sizes", {})
+    if not isinstance(sizes, dict) or not all(isinstance(k, str) and k and _is_int(v) and v >= 0 for k, v in sizes.items()):
+        raise _bad("history sizes must map the sample ids its store_put events write to sizes in units (ints >= 0)")
     for name in ("fifo", "deadlines"):
         if not isinstance(data[name], bool):
             raise _bad(f"history {name} must be true or false, got {data[name]!r}")
@@ -322,6 +337,10 @@ def _parse(data: Any) -> History:
         if key is not None:
             minted.setdefault(key, e)
     for e in events:
+        if e.call == "store_put" and e.args[0] not in sizes:
+            raise _bad(
+                f"event #{e.id} (store_put) writes {e.args[0]!r}, which the history's sizes do not list; add its size"
+            )
         key = e.lease_arg()
         if key is not None and (key not in minted or minted[key].invoke > e.invoke):
             raise _bad(
@@ -339,6 +358,7 @@ def _parse(data: Any) -> History:
         epoch=data["epoch"],
         stored=stored,
         events=events,
+        sizes=sizes,
     )
 
 
@@ -362,6 +382,7 @@ def _parse_event(k: int, e: Any) -> Event:
             "seconds": a is None or _is_number(a),
             "reason": isinstance(a, str),
             "interval": _is_number(a),
+            "event": a in CALLBACKS,
         }[kind]
         if not ok:
             raise _bad(f"{where} ({call}): argument {a!r} is not a {kind}")
@@ -437,7 +458,18 @@ _CONTROLLER_KINDS: Mapping[str, int] = {
     "is_drained": 9,
     "is_closed": 8,
 }
-_CLOSE_AT = 0.8  # the controller closes the queue this far through its calls
+# A *rich* history (``rich_history(seed)``) runs on a store with watermarks and
+# a capacity; its workers write each sample's data themselves (a recorded
+# store_put, concurrent with the other threads' calls) before putting the ref,
+# and every thread also reads store.health() and is_paused.
+_RICH_WORKER_KINDS: Mapping[str, int] = {**_WORKER_KINDS, "put": 10, "put_blocks": 12, "ack": 22, "health": 6, "is_paused": 2}
+_RICH_CONTROLLER_KINDS: Mapping[str, int] = {**_CONTROLLER_KINDS, "health": 30, "is_paused": 4}
+# No capacity: LocalFeatureStore reserves a put's room before it copies, so a
+# concurrent put may be refused (StoreFull) while health() still shows that
+# room free, which the model's atomic store_put does not explain.
+RICH_STORE: Mapping[str, int | None] = {"capacity": None, "max_samples": None, "high": 4, "low": 2}  # in units
+_CLOSE_AT = 0.8  # the controller closes the queue this far through its calls (rich: the workers' calls)
+_CLOSE_WAIT = 20.0  # seconds a rich history's controller waits for the workers before it closes anyway
 _POLL = 0.001  # acquire's poll interval: short, so an empty queue costs little time
 _TICK = 1.0
 
@@ -460,6 +492,12 @@ def _plan(rng: random.Random, kinds: Mapping[str, int], n: int) -> list[str]:
     return rng.choices(names, weights=[kinds[k] for k in names], k=n)
 
 
+def rich_history(seed: int) -> bool:
+    """Whether the history of ``seed`` is rich: two seeds in three (1, 2, 4,
+    5, 7, 8, ...: both queue configurations of ``history_config``)."""
+    return seed % 3 != 0
+
+
 def plan_programs(seed: int, *, threads: int = 4, operations: int = 300) -> dict[int, list[str]]:
     """The programs of the history of ``seed``: for each thread the kinds of
     call it makes, drawn from the seed (which lease or id a call uses is
@@ -472,10 +510,15 @@ def plan_programs(seed: int, *, threads: int = 4, operations: int = 300) -> dict
     _check_positive_int("threads", threads, 2)
     _check_positive_int("operations", operations, threads)
     per_thread = operations // threads
+    rich = rich_history(seed)
     programs = {}
     for t in range(threads):
         rng = random.Random(seed * 1009 + t)
-        plan = _plan(rng, _CONTROLLER_KINDS if t == 0 else _WORKER_KINDS, per_thread)
+        if t == 0:
+            kinds = _RICH_CONTROLLER_KINDS if rich else _CONTROLLER_KINDS
+        else:
+            kinds = _RICH_WORKER_KINDS if rich else _WORKER_KINDS
+        plan = _plan(rng, kinds, per_thread)
         if t == 0:
             plan.insert(int(len(plan) * _CLOSE_AT), "close")
         programs[t] = plan
@@ -492,7 +535,7 @@ def _check_programs(programs: Any) -> dict[int, list[str]]:
     for t, plan in programs.items():
         if not _is_int(t) or t < 0:
             raise ValueError(f"programs: thread {t!r} must be an int >= 0 (0 is the controller)")
-        allowed = (*_CONTROLLER_KINDS, "close") if t == 0 else tuple(_WORKER_KINDS)
+        allowed = (*_RICH_CONTROLLER_KINDS, "close") if t == 0 else tuple(_RICH_WORKER_KINDS)
         if isinstance(plan, (str, bytes)) or not isinstance(plan, Sequence) or any(k not in allowed for k in plan):
             raise ValueError(
                 f"programs: thread {t}'s program {plan!r} must be a list of call kinds from "
@@ -517,12 +560,20 @@ def _encode_lease(lease: Any, refs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class _Recorder:
-    """The shared part of a recording: the queue, the clock, the stamp counter."""
+    """The shared part of a recording: the queue, the clock, the stamp counter,
+    and which thread is which (a callback is recorded in the thread it ran in)."""
 
-    def __init__(self, session: Any, refs: Mapping[str, Any]) -> None:
+    def __init__(self, session: Any, refs: dict[str, Any], rich: bool = False) -> None:
         self.session = session
         self.queue = session.queue
         self.refs = refs
+        self.rich = rich
+        self.thread_of: dict[int, int] = {}  # threading.get_ident() -> the history's thread number
+        # Rich histories: the controller closes the queue once the workers made
+        # _CLOSE_AT of their calls (the controller's own calls are much faster).
+        self.progress = threading.Condition()
+        self.worker_calls = 0
+        self.close_after = 0
         self._stamps = itertools.count(1)
         self._stamp_lock = threading.Lock()  # makes each stamp one step all threads agree on
         self.events: dict[int, list[dict[str, Any]]] = {}
@@ -558,6 +609,30 @@ class _Recorder:
             {"thread": thread, "call": name, "args": args, "invoke": invoke, "respond": respond, "returned": encode(value)}
         )
         return True, value
+
+    def worker_done(self) -> None:
+        """A worker finished one kind of its program."""
+        with self.progress:
+            self.worker_calls += 1
+            if self.worker_calls >= self.close_after:
+                self.progress.notify_all()
+
+    def wait_to_close(self, limit: float) -> None:
+        """Until the workers made ``close_after`` calls, at most ``limit`` seconds."""
+        with self.progress:
+            self.progress.wait_for(lambda: self.worker_calls >= self.close_after, timeout=limit)
+    def callback(self, kind: str) -> None:
+        """``on_pause``/``on_resume`` ran in the calling thread: a ``callback``
+        event, stamped as it ran (a thread that is none of the history's, a
+        backend's own, is not recorded: the model then sees no delivery)."""
+        thread = self.thread_of.get(threading.get_ident())
+        if thread is None:
+            return
+        invoke = self.stamp()
+        respond = self.stamp()
+        self.events[thread].append(
+            {"thread": thread, "call": "callback", "args": [kind], "invoke": invoke, "respond": respond, "returned": None}
+        )
 
 
 def _worker(rec: _Recorder, thread: int, plan: Sequence[str], fresh: list[str], rng: random.Random, caps: Any) -> None:
@@ -597,6 +672,10 @@ def _worker(rec: _Recorder, thread: int, plan: Sequence[str], fresh: list[str], 
             rec.call(thread, kind, [key(lease)], lambda: getattr(q, kind)(given))
 
     for kind in plan:
+        if rec.rich:
+            rec.worker_done()
+        if kind in ("health", "is_paused") and not rec.rich:
+            kind = "pending_count"
         if kind in ("extend", "dead_letter") and not getattr(caps, kind):
             kind = "ack"
         if kind == "dead_letters" and not (caps.dead_letter or caps.max_deliveries):
@@ -607,13 +686,22 @@ def _worker(rec: _Recorder, thread: int, plan: Sequence[str], fresh: list[str], 
             kind = "put"  # without abort_when a blocking put may wait: not one model step
         if kind in ("put", "put_blocks"):
             sample_id = next(fresh_ids)
+            if rec.rich:  # the worker writes the data itself, concurrently with the others
+                stored, value = rec.call(
+                    thread, "store_put", [sample_id], lambda: rec.session.store_put(sample_id), lambda v: None
+                )
+                if not stored:
+                    continue
+                rec.refs[sample_id] = value
             ref = rec.refs[sample_id]
             if kind == "put":
-                rec.call(thread, "put", [sample_id], lambda: q.put(ref))
+                enqueued, _ = rec.call(thread, "put", [sample_id], lambda: q.put(ref))
             else:
-                rec.call(
+                enqueued, _ = rec.call(
                     thread, "put_blocks", [sample_id], lambda: q.put_blocks_until_below(ref, abort_when=lambda: True)
                 )
+            if rec.rich and not enqueued:  # refused: the producer owns the data it wrote, and scrubs it
+                rec.call(thread, "scrub", [sample_id], lambda: rec.session.store.scrub(ref))
             mine.append(sample_id)
         elif kind == "reput":
             if not mine:
@@ -645,9 +733,24 @@ def _worker(rec: _Recorder, thread: int, plan: Sequence[str], fresh: list[str], 
             _read(rec, thread, kind)
 
 
+def _health(h: Any) -> dict[str, Any]:
+    """``store.health()`` in units (a byte count that is no whole number of units stays a fraction)."""
+    from refqueue.conformance.samples import UNIT_BYTES
+
+    units = h.resident_bytes / UNIT_BYTES
+    return {
+        "resident": int(units) if units == int(units) else units,
+        "count": h.sample_count,
+        "high": h.high_watermark_hit,
+        "low": h.low_watermark_hit,
+    }
+
+
 def _read(rec: _Recorder, thread: int, name: str) -> None:
     q = rec.queue
-    if name in ("is_drained", "is_closed"):
+    if name == "health":
+        rec.call(thread, name, [], rec.session.store.health, _health)
+    elif name in ("is_drained", "is_closed", "is_paused"):
         rec.call(thread, name, [], lambda: getattr(q, name))
     elif name == "dead_letters":
         rec.call(thread, name, [], q.dead_letters, lambda v: [[d.ref.sample_id, d.reason, d.deliveries] for d in v])
@@ -660,13 +763,42 @@ def _controller(rec: _Recorder, thread: int, plan: Sequence[str], caps: Any) -> 
     clock = rec.session.clock
     for kind in plan:
         if kind == "close":
+            if rec.rich:
+                rec.wait_to_close(_CLOSE_WAIT)
             rec.call(thread, "close", [], q.close)
         elif kind == "tick" and caps.injected_clock:
             rec.call(thread, "tick", [_TICK], lambda: clock.advance(_TICK), lambda v: None)
         elif kind == "reclaim_expired":
             rec.call(thread, "reclaim_expired", [], q.reclaim_expired)
+        elif kind in ("health", "is_paused") and not rec.rich:
+            _read(rec, thread, "pending_count")
         else:
             _read(rec, thread, "pending_count" if kind == "tick" else kind)
+
+
+def _session_class() -> type:
+    from refqueue.conformance.session import Session
+
+    class HistorySession(Session):
+        """A session whose callbacks also tell the recorder which thread ran them."""
+
+        recorder: _Recorder | None = None
+
+        def _on_pause(self, health: Any) -> None:
+            super()._on_pause(health)
+            if self.recorder is not None:
+                self.recorder.callback("pause")
+
+        def _on_resume(self, health: Any) -> None:
+            super()._on_resume(health)
+            if self.recorder is not None:
+                self.recorder.callback("resume")
+
+    return HistorySession
+
+
+def _Session(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 - builds the session class on first use
+    return _session_class()(*args, **kwargs)
 
 
 def _check_positive_int(name: str, value: Any, minimum: int) -> None:
@@ -705,7 +837,7 @@ def record(
     for name, value in (("switch_interval", switch_interval), ("hang_after", hang_after)):
         if not _is_number(value) or value <= 0:
             raise ValueError(f"{name} must be a finite number of seconds > 0, got {value!r}")
-    from refqueue.conformance.session import CLOCK_START, Session
+    from refqueue.conformance.session import CLOCK_START
 
     caps = backend.capabilities
     config = dict(history_config(backend, seed) if config is None else config)
@@ -716,20 +848,34 @@ def record(
         )
     plans = plan_programs(seed, threads=threads, operations=operations) if programs is None else _check_programs(programs)
     threads = len(plans)
+    rich = rich_history(seed)
     fresh: dict[int, list[str]] = {}
     for t in plans:
         fresh[t] = [f"t{t}-{k}" for k in range(sum(1 for kind in plans[t] if kind in ("put", "put_blocks")))]
     sizes = {sample_id: 1 for ids in fresh.values() for sample_id in ids}
-    session = Session(backend, config, sizes=sizes, store={}, clock_start=CLOCK_START)
+    session = _Session(backend, config, sizes=sizes, store=dict(RICH_STORE) if rich else {}, clock_start=CLOCK_START)
     try:
-        refs = {sample_id: session.store_put(sample_id) for sample_id in sizes}
-        rec = _Recorder(session, refs)
+        if rich:
+            from refqueue.conformance.samples import model_limits
+
+            limits = model_limits(session.store)
+            store_limits = {
+                "capacity": limits["capacity_bytes"], "max_samples": limits["max_samples"],
+                "high": limits["store_high_watermark_bytes"], "low": limits["store_low_watermark_bytes"],
+            }  # fmt: skip
+        else:
+            store_limits = {k: None for k in _STORE_KEYS}
+        refs = {} if rich else {sample_id: session.store_put(sample_id) for sample_id in sizes}
+        rec = _Recorder(session, refs, rich)
+        rec.close_after = int(_CLOSE_AT * sum(len(p) for t, p in plans.items() if t != 0))
+        session.recorder = rec
         for t in plans:
             rec.events[t] = []
         start = threading.Barrier(threads)
 
         def run(t: int) -> None:
             rng = random.Random(seed * 1009 + t + 7919)
+            rec.thread_of[threading.get_ident()] = t
             try:
                 start.wait()
                 if t == 0:
@@ -772,12 +918,13 @@ def record(
         "backend": backend.target,
         "seed": seed,
         "config": {k: config.get(k) for k in _CONFIG_KEYS},
-        "store": {k: None for k in _STORE_KEYS},
+        "store": store_limits,
         "fifo": caps.fifo,
         "deadlines": caps.injected_clock,
         "clock_start": CLOCK_START,
         "epoch": epoch,
-        "stored": sizes,
+        "stored": {} if rich else sizes,
+        "sizes": sizes if rich else {},
         "events": [{"id": k, **e} for k, e in enumerate(raw)],
     }
     # Through JSON and back: what is checked is exactly what would be saved.

@@ -72,12 +72,12 @@ OK = "ok"
 ILLEGAL = "illegal"
 UNKNOWN = "unknown"
 
-_READS = ("pending_count", "outstanding_count", "is_drained", "is_closed", "dead_letters")
+_READS = ("pending_count", "outstanding_count", "is_drained", "is_closed", "dead_letters", "health", "is_paused")
 _LEASE_CALLS = ("ack", "fail", "dead_letter", "extend")
 _ACQUIRES = ("acquire", "acquire_nowait")
 
 # The search state: (model state, lease bindings, deliveries of each dead
-# letter, tie groups, dead-letter ties).  The bindings give the model lease
+# letter, tie groups, dead-letter ties, undelivered callbacks).  The bindings give the model lease
 # each minted lease identity stands for so far (by slot; None while
 # unminted); the model lists a dead letter as (sample_id, reason) only, so
 # its deliveries are kept beside it.  A tie group is a set of pending ids
@@ -86,8 +86,16 @@ _ACQUIRES = ("acquire", "acquire_nowait")
 # [start, end) of the dead letters made by one reclaim from leases due at the
 # same instant: their order is free too, and the first ``dead_letters`` read
 # that shows them fixes it (the model's order, by sample id, is one choice).
+# The undelivered callbacks are the "pause"/"resume" the steps of blocking
+# puts fired and no ``callback`` event delivered yet: a backend delivers them
+# in order, outside its locks, maybe in another thread's call.
 Search = tuple[
-    State, tuple[ModelLease | None, ...], tuple[int, ...], tuple[frozenset[str], ...], tuple[tuple[int, int], ...]
+    State,
+    tuple[ModelLease | None, ...],
+    tuple[int, ...],
+    tuple[frozenset[str], ...],
+    tuple[tuple[int, int], ...],
+    tuple[str, ...],
 ]
 
 
@@ -166,7 +174,8 @@ class _Context:
         self.events = history.events
         self.epoch = history.epoch
         self.deadlines = history.deadlines
-        self.stored = dict(history.stored)  # sample id -> the size in units of its ref
+        self.stored = dict(history.stored)  # sample id -> its size in units, written before the first event
+        self.sizes = {**history.stored, **history.sizes}  # sample id -> the size in units of its ref
         c, s = history.config, history.store
         self.cfg: Config = make_config(
             visibility_timeout=c["visibility_timeout"],
@@ -201,7 +210,7 @@ class _Context:
                     f"fix its 'stored' or 'store' fields"
                 )
             state = out.state
-        return state, (None,) * len(self.slots), (), (), ()
+        return state, (None,) * len(self.slots), (), (), (), ()
 
     def lease_of(self, search: Search, e: Event) -> ModelLease | None:
         key = e.lease_arg()
@@ -220,11 +229,18 @@ class _Context:
         if call == "put_blocks":
             # put_blocks_until_below(ref, abort_when=lambda: True) is exactly the
             # model's put_step (D8): one step, the ref's own bytes (its size in
-            # units, as stored before the history) not counted, never left parked.
-            out = A.put_step(cfg, state, args[0], self.stored.get(args[0], 0))
+            # units) not counted, never left parked.  The value is the step's
+            # TryPutResult (its callbacks), kept when the step aborts.
+            out = A.put_step(cfg, state, args[0], self.sizes.get(args[0], 0))
             if out.error is None and not out.value.enqueued:
-                return A.Outcome(out.state, None, A.Rejection("aborted", "paused, and abort_when() is true"))
-            return A.Outcome(out.state, None, out.error)
+                return A.Outcome(out.state, out.value, A.Rejection("aborted", "paused, and abort_when() is true"))
+            return out
+        if call == "store_put":
+            return A.store_put(cfg, state, args[0], self.sizes[args[0]])
+        if call == "scrub":  # the producer's scrub of data the queue refused: True if it was resident
+            rec = A.rec_of(state, args[0])
+            out = A.scrub(cfg, state, args[0])
+            return A.Outcome(out.state, rec is not None and rec.resident, out.error)
         if call in _LEASE_CALLS:
             lease = self.lease_of(search, e)
             if lease is None:
@@ -255,6 +271,12 @@ class _Context:
             return state.closed
         if call == "dead_letters":
             return [[sid, reason, n] for (sid, reason), n in zip(state.dead, search[2])]
+        if call == "is_paused":
+            return state.paused
+        if call == "health":
+            h = A.health(self.cfg, state)
+            return {"resident": h.resident_bytes, "count": h.sample_count, "high": h.high_watermark_hit,
+                    "low": h.low_watermark_hit}  # fmt: skip
         raise ValueError(f"unknown call {call!r}")
 
     def _dead_letters(self, search: Search, e: Event) -> Search | None:
@@ -278,9 +300,9 @@ class _Context:
         if any(not inside[j] and got[j] != want[j] for j in range(len(want))):
             return None
         if got == want:
-            return search[:4] + ((),)  # type: ignore[return-value]
+            return search[:4] + ((), search[5])  # type: ignore[return-value]
         state = search[0]._replace(dead=tuple((sid, reason) for sid, reason, _ in got))
-        return state, search[1], tuple(n for _, _, n in got), search[3], ()
+        return state, search[1], tuple(n for _, _, n in got), search[3], (), search[5]
 
     def step(self, search: Search, e: Event) -> Search | None:
         """``search`` after ``e`` if the model explains ``e``'s answer there, else None."""
@@ -288,9 +310,17 @@ class _Context:
             return self._acquire(search, e)
         if e.call == "dead_letters":
             return self._dead_letters(search, e)
+        if e.call == "callback":  # delivers the oldest undelivered callback
+            undelivered = search[5]
+            if not undelivered or undelivered[0] != e.args[0]:
+                return None
+            return search[:5] + (undelivered[1:],)  # type: ignore[return-value]
         out = self.outcome(search, e)
         if out is None or not _same(e, out):
             return None
+        fired = _callbacks(e, out)
+        if fired:
+            search = search[:5] + (search[5] + fired,)  # type: ignore[assignment]
         state = out.state
         if state is search[0]:
             return search
@@ -301,7 +331,7 @@ class _Context:
         if e.call == "reclaim_expired" and e.returned and e.returned > 1:
             ties += _tie_groups(search[0], state)
             dead_ties += _dead_tie_ranges(search[0], state)
-        return state, search[1], dead, ties, dead_ties
+        return state, search[1], dead, ties, dead_ties, search[5]
 
     def _acquire(self, search: Search, e: Event) -> Search | None:
         state = search[0]
@@ -334,7 +364,7 @@ class _Context:
             return None  # that identity already stands for another delivery
         if ties:
             ties = tuple(g - {sample_id} for g in ties if len(g - {sample_id}) > 1)
-        return out.state, bindings[:slot] + (lease,) + bindings[slot + 1 :], search[2], ties, search[4]
+        return out.state, bindings[:slot] + (lease,) + bindings[slot + 1 :], search[2], ties, search[4], search[5]
 
     def doomed(self, before: Search, after: Search, linearized: int) -> tuple[int, str] | None:
         """Whether ``after`` (reached with ``linearized``) can never lead to a
@@ -414,6 +444,14 @@ class _Context:
             if self.step(search, e) is not None:
                 said += " (that explains this call, but every order of the rest after it fails)"
             return said
+        if e.call == "callback":
+            undelivered = search[5]
+            return (
+                f"no callback is waiting to be delivered (on_{e.args[0]} ran once too often)"
+                if not undelivered
+                else f"the next callback to deliver is on_{undelivered[0]} (waiting: "
+                f"{', '.join('on_' + c for c in undelivered)})"
+            )
         out = self.outcome(search, e)
         if out is None:
             key = e.lease_arg()
@@ -424,6 +462,9 @@ class _Context:
             if out.error is not None
             else f"{e.call} returns {None if e.call == 'put_blocks' else out.value!r}"
         )
+        ran = _callbacks(e, out)
+        if ran:
+            said += f", firing {' and '.join(f'on_{c}' for c in ran)}"
         if e.call == "dead_letters" and search[4]:
             free = ", ".join(f"entries {start}-{end - 1}" for start, end in search[4])
             said += f" ({free} may be in any order: each is a reclaim's tie)"
@@ -441,6 +482,41 @@ def _tie_groups(before: State, after: State) -> tuple[frozenset[str], ...]:
         if before.ids[i] in requeued:
             due.setdefault(before.recs[i].deadline, set()).add(before.ids[i])  # type: ignore[arg-type]
     return tuple(frozenset(g) for g in due.values() if len(g) > 1)
+
+
+def _impossible_read(ctx: _Context) -> tuple[int, str] | None:
+    """A ``health()`` answer that no model state gives, whatever the order.
+
+    In every state the resident bytes are the sizes of the resident samples
+    and the flags compare them with the watermarks, so where every sample of
+    the history has the same size ``s``, ``resident == s * count``; such an
+    answer is illegal before any search (which would otherwise have to try
+    every order of the calls around it to say so).  The first one, and why.
+    """
+    sizes = set(ctx.sizes.values())
+    cfg = ctx.cfg
+    for e in ctx.events:
+        if e.call != "health" or e.did_raise or not isinstance(e.returned, dict):
+            continue
+        got = e.returned
+        resident, count = got.get("resident"), got.get("count")
+        why = None
+        if len(sizes) == 1 and isinstance(count, int) and resident != count * next(iter(sizes)):
+            why = (
+                f"every sample of the history is {next(iter(sizes))} unit(s), so no state holds {resident!r} units "
+                f"in {count!r} samples"
+            )
+        elif isinstance(resident, (int, float)) and (
+            got.get("high") != (high := cfg.store_high is not None and resident >= cfg.store_high)
+            or got.get("low") != (low := cfg.store_low is not None and resident <= cfg.store_low)
+        ):
+            why = (
+                f"with the store's watermarks (high {cfg.store_high!r}, low {cfg.store_low!r} units), {resident!r} "
+                f"units answer high={high}, low={low}"
+            )
+        if why is not None:
+            return e.id, f"no state answers health() so: {why}"
+    return None
 
 
 def _dead_tie_ranges(before: State, after: State) -> tuple[tuple[int, int], ...]:
@@ -473,6 +549,13 @@ def _quiet(e: Event) -> bool:
     if e.call in _ACQUIRES:
         return e.returned is None
     return e.call == "reclaim_expired" and e.returned == 0
+
+
+def _callbacks(e: Event, out: A.Outcome) -> tuple[str, ...]:
+    """The callbacks the model's step for ``e`` fires (only a blocking put's step fires any)."""
+    if e.call == "put_blocks" and isinstance(out.value, A.TryPutResult):
+        return out.value.events
+    return ()
 
 
 def _same(e: Event, out: A.Outcome) -> bool:
@@ -511,6 +594,10 @@ def check(history: History, *, max_steps: int | None = 1_000_000, timeout: float
     _check_budget(max_steps, timeout)
     started = time.perf_counter()
     ctx = _Context(history)
+    impossible = _impossible_read(ctx)
+    if impossible is not None:
+        blocker, says = impossible
+        return Verdict(ILLEGAL, history, (), 0, time.perf_counter() - started, blocker=blocker, model_says=says)
     events = history.events
     n = len(events)
     # Entries 1..2n: 2i+1 is the call of event i, 2i+2 its return; 0 is the head.
@@ -587,7 +674,9 @@ def check(history: History, *, max_steps: int | None = 1_000_000, timeout: float
     cands, bound = available()
     pos = 0
     at_node = True  # a node not looked at yet: try its quiet calls first
-    while nxt[0] != -1:
+    # Every call placed is a linearization only once every callback the steps
+    # fired was delivered (a callback never run is a lost on_pause/on_resume).
+    while nxt[0] != -1 or search[5]:
         steps_before = steps
         taken = None
         if at_node:
@@ -641,7 +730,14 @@ def check(history: History, *, max_steps: int | None = 1_000_000, timeout: float
         if len(frames) > best_depth:
             best_depth = len(frames)
             best = prefix()
-            blocker, blocker_says = (bound - 1) // 2, (search, events[(bound - 1) // 2])
+            if bound != -1:
+                blocker, blocker_says = (bound - 1) // 2, (search, events[(bound - 1) // 2])
+            else:  # every call placed, a callback left undelivered
+                blocker = (frames[-1][3] - 1) // 2
+                blocker_says = (
+                    f"after every call, on_{', on_'.join(search[5])} fired by a blocking put's step was never run "
+                    f"(a callback must be delivered, once)"
+                )
         while True:
             if not frames:
                 assert blocker is not None
