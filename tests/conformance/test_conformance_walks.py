@@ -112,3 +112,54 @@ def test_the_default_world_has_one_producer_and_no_parked_bytes_in_the_kit():
     )
     assert result.failure is None
     assert coverage.nodes & parked  # the walks went through nodes with a parked ref
+
+
+# The kit-world options: every new transition driven on real backends.
+KIT_SMALL = make_world(
+    samples=("a", "b", "a"), consumers=1, horizon=2, dedup_window=1, give_up=True, dead_letter=True,
+    extend_by=(2,), reclaim_any_time=True,
+)  # fmt: skip
+
+
+def test_the_cover_drives_the_kit_world_options():
+    wg = world_graph(KIT_SMALL)
+    actions = {edge[1] for edge in wg.edges}
+    assert {"DeadLetter", "ExtendBy", "CollectOrphan"} <= actions
+    refused = {edge[4].kind for edge in wg.edges if edge[1] == "TryPut" and hasattr(edge[4], "kind")}
+    assert refused == {"closed", "replay"}
+    assert any(edge[1] == "ReclaimExpired" and edge[0] == edge[3] and edge[4] == 0 for edge in wg.edges)
+    for target in ("conformance.mutants._base:make", "refqueue.conformance.backends:inprocess"):
+        coverage = Coverage.of(wg)
+        result = cover(load_backend(target), coverage=coverage, wg=wg)
+        assert result.failure is None, (target, result.failure and result.failure.message)
+        assert coverage.to_dict()["actions_never_tried"] == []
+
+
+@pytest.mark.parametrize(
+    "mutant, widen",
+    [
+        ("extend_from_deadline", dict(extend_by=(2,))),  # extends by another amount than the timeout
+        ("dedup_forever", dict(samples=("s0", "s1", "s0"), dedup_window=1, give_up=True)),  # a re-put past the window
+        ("ring_wrap", dict(samples=3, high=3, low=1)),  # three samples live at once
+    ],
+)
+def test_a_mutant_passing_every_transition_of_a_small_world_fails_the_widened_one(mutant, widen):
+    backend = load_backend(f"conformance.mutants.{mutant}:make")
+    bounds = dict(samples=2, consumers=1, horizon=1, max_deliveries=1)
+    assert cover(backend, wg=world_graph(make_world(**bounds))).failure is None
+    assert cover(backend, wg=world_graph(make_world(**{**bounds, **widen}))).failure is not None
+
+
+def test_capabilities_shrink_every_kit_world():
+    from refqueue.conformance.contract import Capabilities
+    from refqueue.conformance.walks import KIT_WORLDS, kit_world
+
+    caps = Capabilities(dead_letter=False, dedup_window=False, extend=False)
+    for name in KIT_WORLDS:
+        wg, said = kit_world(name, caps)
+        used = {wg.edges[e][1] for o in wg.out for e in o}
+        assert not used & {"DeadLetter", "Extend", "ExtendBy"}
+        assert wg.world.cfg.dedup_window == 0
+        assert any("no dead_letter" in s for s in said)
+    with pytest.raises(ValueError, match=r"^unknown kit world 'huge'"):
+        kit_world("huge", caps)
