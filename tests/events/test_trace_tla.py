@@ -74,3 +74,72 @@ def test_cli_tla_mode(tmp_path):
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "TLC: OK (accepted: all 15 records matched" in proc.stdout
+
+
+@pytest.mark.torch
+def test_tlc_accepts_a_paused_blocked_producer_with_a_logged_store():
+    """A producer pauses at high, parks, and is admitted when consumers ack down to low
+    (LocalFeatureStore and queue logging into one EventLog; real threads)."""
+    import threading
+
+    torch = pytest.importorskip("torch")
+    from refqueue.clock import ManualClock
+    from refqueue.events import EventLog, RingSink
+    from refqueue.queue import SampleRefQueue, VisibilityTimeout
+    from refqueue.stores.local import LocalFeatureStore
+
+    ring = RingSink()
+    log = EventLog(ring)
+    tensors = {"aux_hidden_states": torch.zeros(4, dtype=torch.uint8), "input_ids": torch.zeros(1, dtype=torch.uint8),
+               "attention_mask": torch.zeros(1, dtype=torch.uint8), "loss_mask": torch.zeros(1, dtype=torch.uint8)}
+    n = 7  # bytes per sample
+    store = LocalFeatureStore(max_samples=None, high_watermark_bytes=3 * n, low_watermark_bytes=n, device="cpu",
+                              events=log)
+    q = SampleRefQueue(store, VisibilityTimeout(5.0), clock=ManualClock(0.0), events=log)
+
+    def stored(i):
+        return store.put(f"s{i}", tensors, run_id="r", algorithm="eagle3", schema_version=1,
+                         target_model_version="t", draft_weight_version=0, num_tokens=1)
+
+    for i in range(3):
+        q.put_blocks_until_below(stored(i))
+    waiting = threading.Event()
+    blocked = threading.Thread(
+        target=lambda: q.put_blocks_until_below(stored(3), poll_interval=10.0,
+                                                abort_when=lambda: waiting.set() or False))
+    blocked.start()
+    assert waiting.wait(10)  # paused at high with work in the queue: the producer waits
+    for _ in range(2):
+        q.ack(q.acquire())
+    blocked.join(10)
+    assert not blocked.is_alive()
+    q.ack(q.acquire())
+    q.ack(q.acquire())
+    q.close()
+    records = ring.records()
+    evs = [r["ev"] for r in records]
+    assert "pause" in evs and "park" in evs and "resume" in evs
+    from refqueue.trace_check import check_records
+
+    assert check_records(records).ok
+    result = run_tlc_on_trace(records)
+    assert result.ok, result.summary + "\n" + result.output[-3000:]
+
+
+def test_a_store_holding_data_the_log_does_not_show_is_refused_for_tla():
+    from refqueue._bench_queue import CounterStore
+    from refqueue.events import EventLog, RingSink
+    from refqueue.queue import SampleRefQueue
+
+    ring = RingSink()
+    store = CounterStore()
+    orphan, ref = refs(2)
+    store.hold(orphan)  # data the log never shows
+    from refqueue.clock import ManualClock
+
+    q = SampleRefQueue(store, high_watermark_bytes=10 * orphan.estimated_bytes,
+                       low_watermark_bytes=orphan.estimated_bytes, clock=ManualClock(0.0), events=EventLog(ring))
+    store.hold(ref)
+    q.put_blocks_until_below(ref)
+    with pytest.raises(ValueError, match="holds data the log does not show"):
+        to_tla(ring.records())

@@ -30,7 +30,7 @@ from refqueue.trace_check.check import order_records
 
 __all__ = ["TlaTrace", "TlaResult", "to_tla", "run_tlc_on_trace", "spec_dir"]
 
-_SKIP = {"open", "wait", "pause", "resume", "park", "get", "release", "scrub", "store_open", "store_close"}
+_SKIP = {"open", "wait", "pause", "resume", "get", "release", "scrub", "store_open", "store_close"}
 
 
 def spec_dir() -> Path:
@@ -107,9 +107,10 @@ def to_tla(records: list[dict[str, Any]], max_events: int = 200) -> TlaTrace:
                          f"(TLC explores the trace's states): pass a shorter log or --tla-max-events")
     if len({r["pid"] for r in ordered}) != 1 or len({r["q"] for r in ordered if "q" in r}) != 1:
         raise ValueError("--tla checks the log of one queue in one process")
-    opened = ordered[0]
-    if opened.get("ev") != "open":
-        raise ValueError("--tla needs the log to start with the queue's open record")
+    opened = next((r for r in ordered if r.get("ev") == "open"), None)
+    if opened is None or any("q" in r for r in ordered[: ordered.index(opened)]):
+        raise ValueError("--tla needs the queue's open record before its other records")
+    store_open = next((r for r in ordered if r.get("ev") == "store_open"), None)
     if opened.get("dedup_window"):
         raise ValueError("--tla: the spec leaves out the dedup window (D5); record with dedup_window=0")
     t0 = opened.get("t") or 0.0
@@ -131,6 +132,24 @@ def to_tla(records: list[dict[str, Any]], max_events: int = 200) -> TlaTrace:
     consumers: list[str] = []
     now = 0
     acquires = 0
+    parked_now: set[str] = set()  # samples whose producer parked (park record, no unpark yet)
+    orphans: set[str] = set()  # samples whose blocking put gave up with the data stored
+    size_of: dict[str, int] = {}  # sample -> bytes its data holds in the spec's store
+    resident = 0  # the spec's resident_bytes, to compare with what the store reported
+
+    def check_residency(r: dict[str, Any], before: int) -> None:
+        logged = r.get("resident_bytes")
+        if logged is not None and logged != before:
+            raise ValueError(
+                f"--tla: at seq {r['seq']} the store held {logged} bytes, but the records before it account for "
+                f"{before}: the store holds data the log does not show (put before the queue opened, or a store "
+                f"that does not log its puts); the spec's residency would differ.  Log the store too "
+                f"(LocalFeatureStore(events=...)) from before its first put"
+            )
+
+    def scrubbed(sample: str) -> None:
+        nonlocal resident
+        resident -= size_of.pop(sample, 0)
 
     def producer_for(sample: str) -> str:
         if sample in producer_of:
@@ -171,21 +190,45 @@ def to_tla(records: list[dict[str, Any]], max_events: int = 200) -> TlaTrace:
             sample = r["sample"]
             samples.append(sample)
             sizes.append(max(1, r.get("nbytes", 1)))
+            size_of[sample] = sizes[-1]
+            resident += sizes[-1]
+            check_residency(r, resident)
             emit("store_put", r, sample=sample, p=producer_for(sample))
         elif ev in ("put", "try_put"):
             sample = r["sample"]
+            if sample in orphans:
+                raise ValueError(f"--tla: seq {r['seq']} puts {sample!r} again after its blocking put gave up "
+                                 f"with the data stored; the spec's producers cannot resume such a put")
             first = sample not in producer_of
             p = producer_for(sample)
             store = not store_logged and first
+            if ev == "try_put" and not store_logged:
+                check_residency(r, resident + (max(1, r.get("nbytes", 1)) if store else 0))
             if store:
                 samples.append(sample)
                 sizes.append(max(1, r.get("nbytes", 1)))
+                size_of[sample] = sizes[-1]
+                resident += sizes[-1]
             enqueued = ev == "put" or bool(r.get("enqueued"))
             emit(ev, r, sample=sample, p=p, store=store, enqueued=enqueued, paused=bool(r.get("paused", False)))
             if enqueued:
                 done_producing(sample)
+            elif ev == "try_put" and sample not in parked_now:
+                # The spec parks the ref in this step; production parks it (a `park` record) only if the
+                # producer goes on waiting.  If the call gave up here instead (abort_when said so), the
+                # spec's producer gives up too: ProducerCrash, the data left stored.
+                nxt = next((x for x in ordered[index + 1:] if x.get("sample") == sample and x.get("tid") == r.get("tid")
+                            and x.get("ev") in ("park", "try_put", "unpark")), None)
+                if nxt is None or nxt.get("ev") != "park":
+                    emit("abort", r, sample=sample, p=p)
+                    done_producing(sample)
+                    orphans.add(sample)
+        elif ev == "park":
+            parked_now.add(r["sample"])
+            emit("skip", r)
         elif ev == "unpark":
             sample = r["sample"]
+            parked_now.discard(sample)
             nxt = next((x for x in ordered[index + 1:] if "q" in x and x.get("ev") not in _SKIP), None)
             if nxt is not None and nxt.get("ev") == "try_put" and nxt.get("sample") == sample and nxt.get("enqueued"):
                 emit("skip", r)  # the unpark of a step that enqueues
@@ -211,6 +254,8 @@ def to_tla(records: list[dict[str, Any]], max_events: int = 200) -> TlaTrace:
             if c is not None and busy.get(c) == lease:
                 del busy[c]
                 kept[c] = lease
+                if r["live"] and (ev == "ack" or r.get("dead")):
+                    scrubbed(r["sample"])
                 emit(ev, r, sample=r["sample"], c=c, live=bool(r["live"]), dead=bool(r.get("dead", False)))
             else:
                 c = next((c for c, k in kept.items() if k == lease), None)
@@ -230,6 +275,8 @@ def to_tla(records: list[dict[str, Any]], max_events: int = 200) -> TlaTrace:
         elif ev == "reclaim":
             if "samples" not in r:
                 raise ValueError("--tla needs reclaim records that list their samples (a SampleRefQueue's log)")
+            for sample in r.get("dead") or ():
+                scrubbed(sample)
             emit("reclaim", r, samples=frozenset(r["samples"]), deads=frozenset(r.get("dead") or ()))
         elif ev == "close":
             emit("close", r)
@@ -241,11 +288,12 @@ def to_tla(records: list[dict[str, Any]], max_events: int = 200) -> TlaTrace:
         producers = ["p1"]
     high, low = opened.get("high"), opened.get("low")
     total = sum(sizes)
+    store_cap = None if store_open is None else store_open.get("capacity_bytes")
     if high is None:
-        capacity = total + 1
+        capacity = total + 1 if store_cap is None else store_cap
         high, low = capacity, 0
     else:
-        capacity = max(high, total) + 1
+        capacity = max(high, total) + 1 if store_cap is None else store_cap
     max_deliveries = opened.get("max_deliveries") or acquires + 1
     return TlaTrace(samples, sizes, producers, consumers, max_deliveries, vt, now, high, low, capacity, out, seqs)
 
