@@ -10,14 +10,11 @@ due), where the model reclaims none (``deadline <= nan`` is false).
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from refqueue import _decisions as production
-from refqueue._deadlines import DeadlineHeap
 from refqueue.model import decisions as model
 from refqueue.model.contracts import MENU, invariants_hold, replay
 
@@ -44,36 +41,6 @@ def test_the_reclaim_order_is_the_models(deadlines, now):
     order = model.reclaim_order(deadlines, now)
     assert production.reclaim_order(deadlines, now) == order
     assert set(order) == {s for s, d in deadlines.items() if d <= now}
-
-
-def test_a_clock_reading_nan_reclaims_nothing_and_a_nan_deadline_is_never_due():
-    live = {"a": type("R", (), {"lease_id": 1, "deadline": 1.0})(),
-            "b": type("R", (), {"lease_id": 2, "deadline": math.nan})()}
-    heap = DeadlineHeap(live)
-    heap.add((1.0, "a", 1))
-    heap.add((math.nan, "b", 2))
-    assert len(heap) == 1  # the NaN entry is never pushed
-    assert heap.peek_expired(math.nan) is None  # on 8456e91: (1.0, 'a', 1)
-    assert heap.peek_expired(5.0) == (1.0, "a", 1)
-
-
-class ScriptedClock:
-    """A clock that reads the given times, then the last one for ever."""
-
-    def __init__(self, *times: float) -> None:
-        self.times = list(times)
-
-    def now(self) -> float:
-        return self.times.pop(0) if len(self.times) > 1 else self.times[0]
-
-
-def test_a_queue_whose_clock_reads_nan_reclaims_nothing(make_queue, stored):
-    clock = ScriptedClock(0.0, math.nan)
-    queue = make_queue(clock=clock)
-    queue.put(stored("s0"))
-    lease = queue.acquire_nowait()  # deadline 10.0
-    assert queue.reclaim_expired() == 0 and queue.outstanding_count() == 1  # on 8456e91: 1
-    assert queue.ack(lease) is True
 
 
 @pytest.mark.parametrize("script", [[], [0, 1, 3, 4], [0, 2, 3, 9, 9, 8, 5], [0, 11, 1, 12, 3, 3, 10, 6, 4]])
