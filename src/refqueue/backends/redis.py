@@ -675,7 +675,8 @@ class RedisSampleRefQueue:
 
     @property
     def is_closed(self) -> bool:
-        return self._state()[0]
+        with self._step_lock, self._connection("is_closed"):
+            return self._redis.hget(self._prefix + "meta", "closed") == "1"
 
     @property
     def is_drained(self) -> bool:
@@ -693,10 +694,12 @@ class RedisSampleRefQueue:
             return int(self._redis.hget(self._prefix + "meta", "parked") or 0)
 
     def pending_count(self) -> int:
-        return self._state()[1]
+        with self._step_lock, self._connection("pending_count"):
+            return int(self._redis.llen(self._prefix + "pending"))
 
     def outstanding_count(self) -> int:
-        return self._state()[2]
+        with self._step_lock, self._connection("outstanding_count"):
+            return int(self._redis.zcard(self._prefix + "deadlines"))
 
     def dead_letters(self) -> list[DeadLetter]:
         with self._step_lock, self._connection("dead_letters"):
