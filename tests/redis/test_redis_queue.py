@@ -284,3 +284,16 @@ def test_a_scrub_that_raises_commits_nothing_the_commit_is_undone_exactly(redis_
     store.failing = False
     assert q.ack(lease) is True
     q.put(ref("b"))  # c evicted b from the window of one
+
+
+def test_delete_removes_only_this_queues_keys(redis_server, queue_name):
+    import redis
+
+    q = queue(redis_server.url, queue_name)
+    other = queue(redis_server.url, queue_name + "-kept")
+    q.put(ref("a"))
+    other.put(ref("a"))
+    assert q.delete() > 0
+    r = redis.Redis.from_url(redis_server.url)
+    assert r.keys(f"refqueue:{{{queue_name}}}:*") == []
+    assert other.pending_count() == 1

@@ -54,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import threading
 import time
 import uuid
@@ -100,6 +101,7 @@ _CLIENT_OPTIONS = {
     "retry": Retry(NoBackoff(), 0),
 }
 _monotonic = time.monotonic
+_NAME = re.compile(r"[A-Za-z0-9._:-]{1,200}")
 # How many parsed refs of its leases a client keeps for their ack (the oldest go first).
 _REFS_KEPT = 4096
 # Each script's full source and its SHA1 (what EVALSHA names it by).
@@ -144,10 +146,10 @@ def _check_url(url: object) -> str:
 def _check_name(name: object) -> str:
     if not isinstance(name, str):
         raise TypeError(f"RedisSampleRefQueue(name) must be a str, got {describe(name)}; pass e.g. 'train-run-7'")
-    if not name or any(c in name for c in "{}") or any(ord(c) < 33 for c in name):
+    if not _NAME.fullmatch(name):
         raise ValueError(
-            f"RedisSampleRefQueue(name={name!r}) must be non-empty, without spaces, control characters or "
-            f"braces; pass e.g. 'train-run-7'"
+            f"RedisSampleRefQueue(name={name!r}) must be 1-200 letters, digits, '.', '_', ':' or '-' (no "
+            f"spaces, braces or glob characters); pass e.g. 'train-run-7'"
         )
     return name
 
@@ -725,7 +727,7 @@ class RedisSampleRefQueue:
         clean-up; clients still using it will find an empty queue).  Returns
         how many keys were removed."""
         with self._connection("delete"):
-            keys = list(self._redis.scan_iter(match=self._prefix.replace("{", "\\{").replace("}", "\\}") + "*"))
+            keys = list(self._redis.scan_iter(match=_glob_escape(self._prefix) + "*"))
             return int(self._redis.delete(*keys)) if keys else 0
 
     def __repr__(self) -> str:
@@ -792,6 +794,11 @@ class _Connection:
             f"server acknowledged is lost. Check that the server is up and reachable, then call again "
             f"(after an ack, lease_state(lease) says whether it committed)"
         ) from exc
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` as a literal in a SCAN MATCH pattern."""
+    return re.sub(r"([\\*?\[\]{}])", r"\\\1", text)
 
 
 def _slice(remaining: float) -> float:
