@@ -29,6 +29,9 @@ __all__ = ["Metrics", "QueueMetrics", "LEASE_AGE_BUCKETS", "PROMETHEUS_NAMES", "
 LEASE_AGE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
                      float("inf"))
 
+# Records after which the open leases are counted from the acquires (no ``outstanding`` field).
+_LEASE_ENDS = frozenset({"ack", "fail", "dead_letter", "reclaim"})
+
 _COUNTERS = (
     "puts", "acquires", "acks_live", "acks_stale", "fails", "fails_stale", "reclaims", "reclaim_calls",
     "redeliveries", "dead_letters", "extends", "pauses", "resumes",
@@ -45,7 +48,7 @@ class QueueMetrics:
         self.low = open_record.get("low")
         self.counters = dict.fromkeys(_COUNTERS, 0)
         self.pending = 0
-        self.outstanding = 0
+        self.outstanding: int | None = 0
         self.paused = False
         self.paused_since: float | None = None
         self.paused_seconds = 0.0
@@ -68,8 +71,10 @@ class QueueMetrics:
             self.last_t = t
         if "pending" in r:
             self.pending = r["pending"]
-        if "outstanding" in r:
+        if "outstanding" in r:  # a RecordedBackend's logs lack it: counted from the leases then
             self.outstanding = r["outstanding"]
+        elif ev in _LEASE_ENDS:
+            self.outstanding = None
         c = self.counters
         if ev == "acquire":
             if r.get("sample") is not None:
@@ -162,7 +167,7 @@ class QueueMetrics:
         return {
             **self.counters,
             "pending": self.pending,
-            "outstanding": self.outstanding,
+            "outstanding": len(self._leased_at) if self.outstanding is None else self.outstanding,
             "paused": self.paused,
             "paused_seconds": paused_seconds,
             "resident_bytes": self.resident_bytes,

@@ -322,6 +322,8 @@ class SampleRefQueue:
         # `if self._event_log is not None` test, and emits with _lock held.
         self._event_log = event_log
         self._qid = 0 if event_log is None else event_log.register("queue", self._open_record())
+        # _emit(record) stamps q, t (the clock, unless given), seq, pid, tid and writes the record
+        self._emit = None if event_log is None else event_log.emitter("q", self._qid, self._now)
 
     # -- producer side -------------------------------------------------------------
 
@@ -946,7 +948,8 @@ class SampleRefQueue:
         self._deadlines.settle(entry, self._outstanding)
         if self._event_log is not None:
             self._emit({"ev": "acquire", "t": now, "sample": ref.sample_id, "lease": lease_id,
-                        "redeliveries": rec.redeliveries, "deadline": deadline, "pending": len(pending)})
+                        "redeliveries": rec.redeliveries, "deadline": deadline, "pending": len(pending),
+                        "outstanding": self._outstanding})
         return lease
 
     def _requeue_nowait(self, rec: _Sample) -> None:
@@ -1049,18 +1052,6 @@ class SampleRefQueue:
             "capacity_bytes": store.capacity_bytes, "max_deliveries": self._max_deliveries,
             "dedup_window": self._dedup_window, "dead_letter_limit": self._dead.maxlen, "fifo": True,
         }
-
-    def _emit(self, record: dict[str, Any]) -> None:
-        """Stamp the queue's number and clock time (unless given) and emit.
-        A clock that raises here (after a commit) gives ``t: None``."""
-        record["q"] = self._qid
-        if "t" not in record:
-            try:
-                record["t"] = self._now()
-            except Exception:
-                record["t"] = None
-        record["outstanding"] = self._outstanding
-        self._event_log.emit(record)  # type: ignore[union-attr]
 
     def _emit_try_put(self, ref: SampleRef, parking: _Parking, health: StoreHealth, enqueued: bool) -> None:
         self._emit({
