@@ -93,7 +93,7 @@ def _run_redis(args: argparse.Namespace) -> int:
     if args.repeats < 1 or args.ops < 1:
         raise SystemExit("refqueue bench: --repeats and --ops must be >= 1")
     ops, repeats = (500, 1) if args.quick else (min(args.ops, 5_000), args.repeats)
-    result = measure(ops=ops, repeats=repeats, samples=2 if args.quick else 8, sample_mb=8 if args.quick else 64,
+    result = measure(ops=ops, repeats=repeats, samples=2 if args.quick else 4, sample_mb=8 if args.quick else 32,
                      progress=lambda text: print(f"bench redis: {text}", file=sys.stderr))
     if args.json:
         print(json.dumps(result, sort_keys=False))
