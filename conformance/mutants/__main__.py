@@ -1,5 +1,8 @@
 """``python -m conformance.mutants [--profile ci] [--report DIR]``: certify every
-mutant and print (and save as Markdown and JSON) how each was caught."""
+mutant and print (and save as Markdown and JSON) how each was caught, then
+certify every legal variant (``conformance/legal``) and print that each
+passed and what it did not check.  Exit 0 only when every mutant is rejected
+and every legal variant certified."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from conformance.legal import LEGAL
 from conformance.mutants import MUTANTS
 from refqueue.conformance.certify import certify
 
@@ -51,13 +55,40 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['mutant']} | {r['bug']} | {'yes' if r['caught'] else '**NO**'} | {r['phase'] or ''} | {steps} | "
             f"{in_phase} | {r['counterexample_steps'] or ''} | {r['seconds']} |"
         )
+    legal = []
+    for target in LEGAL:
+        started = time.perf_counter()
+        cert = certify(target, profile=args.profile, seed=args.seed)
+        legal.append(
+            {
+                "variant": target,
+                "certified": cert.passed,
+                "phases": {name: p.get("seconds", 0) for name, p in cert.phases.items()},
+                "not_checked": [n["check"] for n in cert.not_checked],
+                "seconds": round(time.perf_counter() - started, 2),
+                "failure": (cert.failure or {}).get("message"),
+            }
+        )
+    lines += [
+        "",
+        f"# Legal variants (profile {args.profile}, seed {args.seed})",
+        "",
+        "| variant | certified | phases run (seconds) | checks not run | seconds |",
+        "|---|---|---|---|---|",
+    ]
+    for r in legal:
+        phases = ", ".join(f"{name} {seconds}" for name, seconds in r["phases"].items())
+        lines.append(
+            f"| {r['variant']} | {'yes' if r['certified'] else '**NO**: ' + str(r['failure'])} | {phases} | "
+            f"{len(r['not_checked'])} | {r['seconds']} |"
+        )
     table = "\n".join(lines) + "\n"
     print(table)
     report = Path(args.report)
     report.mkdir(parents=True, exist_ok=True)
     (report / "mutants.md").write_text(table)
-    (report / "mutants.json").write_text(json.dumps(rows, indent=2) + "\n")
-    return 0 if all(r["caught"] for r in rows) else 1
+    (report / "mutants.json").write_text(json.dumps({"mutants": rows, "legal": legal}, indent=2) + "\n")
+    return 0 if all(r["caught"] for r in rows) and all(r["certified"] for r in legal) else 1
 
 
 if __name__ == "__main__":
