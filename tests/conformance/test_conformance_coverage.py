@@ -28,6 +28,14 @@ def test_every_situation_is_held_by_some_kit_world():
     assert held == {s.name for s in SITUATIONS}
 
 
+@pytest.mark.parametrize("name", ["reput", "timing"])
+def test_the_model_s_invariants_hold_in_the_kit_worlds(name):
+    from refqueue.model.explorer import explore
+
+    result = explore(make_world(**KIT_WORLDS[name]))
+    assert result.verdict == "ok", list(result.violations)
+
+
 def test_the_agreement_world_alone_never_holds_three_live_samples():
     wg, _ = kit_world("agreement", Capabilities())
     nodes = wg.graph.nodes

@@ -124,7 +124,8 @@ KIT_SMALL = make_world(
 def test_the_cover_drives_the_kit_world_options():
     wg = world_graph(KIT_SMALL)
     actions = {edge[1] for edge in wg.edges}
-    assert {"DeadLetter", "ExtendBy", "CollectOrphan"} <= actions
+    assert {"DeadLetter", "Extend", "CollectOrphan"} <= actions
+    assert {edge[2] for edge in wg.edges if edge[1] == "Extend" and isinstance(edge[2], tuple)} == {(0, 2)}
     refused = {edge[4].kind for edge in wg.edges if edge[1] == "TryPut" and hasattr(edge[4], "kind")}
     assert refused == {"closed", "replay"}
     assert any(edge[1] == "ReclaimExpired" and edge[0] == edge[3] and edge[4] == 0 for edge in wg.edges)
@@ -158,7 +159,7 @@ def test_capabilities_shrink_every_kit_world():
     for name in KIT_WORLDS:
         wg, said = kit_world(name, caps)
         used = {wg.edges[e][1] for o in wg.out for e in o}
-        assert not used & {"DeadLetter", "Extend", "ExtendBy"}
+        assert not used & {"DeadLetter", "Extend"}
         assert wg.world.cfg.dedup_window == 0
         assert any("no dead_letter" in s for s in said)
     with pytest.raises(ValueError, match=r"^unknown kit world 'huge'"):

@@ -67,7 +67,7 @@ def _refused(kind: str) -> Callable[[World, Node, str, Any, Node, Any], bool]:
 
 
 def _extend_expired(world: World, src: Node, action: str, arg: Any, dst: Node, value: Any) -> bool:
-    if action not in ("Extend", "ExtendBy") or value is not True:
+    if action != "Extend" or value is not True:
         return False
     consumer = arg[0] if isinstance(arg, tuple) else arg
     lease = src.consumers[consumer].lease
@@ -134,11 +134,11 @@ SITUATIONS: tuple[Situation, ...] = (
     Situation("ack_expired", "an ack of a lease past its deadline, not yet reclaimed (True)", ("injected_clock",), _ack_expired),
     Situation(
         "extend_reclaimed", "an extend of a reclaimed lease (False)", ("extend", "injected_clock"),
-        lambda w, s, a, g, d, v: a in ("Extend", "ExtendBy") and v is False,
+        lambda w, s, a, g, d, v: a == "Extend" and v is False,
     ),
     Situation(
         "extend_other_amount", "an extend by another amount than the visibility timeout", ("extend",),
-        lambda w, s, a, g, d, v: a == "ExtendBy" and v is True,
+        lambda w, s, a, g, d, v: a == "Extend" and isinstance(g, tuple) and v is True,
     ),
     Situation("extend_expired", "an extend of a lease past its deadline, not yet reclaimed", ("extend", "injected_clock"), _extend_expired),
     Situation(

@@ -21,7 +21,7 @@ and, in worlds that enable them (the default does not):
     ProducerCrash(p)  producer p dies before its put (a trace marker; its data is an orphan)
     CollectOrphan(s)  store.scrub(ref) of the orphan s
     DeadLetter        dead_letter(lease, "poison")
-    ExtendBy((c, s))  extend(lease, s) with another amount than the timeout, live or stale
+    Extend((c, s))    extend(lease, s) with another amount than the timeout, live or stale
 
 **The kit's worlds.**  The default world (the one the TLA+ spec agrees with)
 never has three samples live at once, never refuses a re-put, never
@@ -36,9 +36,9 @@ something expired.  The kit therefore drives a stated set of bounded worlds
 ``reput``      the ids ``s0 s1 s0 s1`` with a dedup window of one: re-puts
                refused within the window and accepted beyond it, producers
                that give up, orphans collected, ``dead_letter`` by hand
-``timing``     two samples without watermarks, extends by 2 as well as by the
-               timeout (on live and stale leases), ``dead_letter``, reclaims
-               attempted in every node
+``timing``     two samples without watermarks, a timeout of 2 and extends by 1
+               as well as by the timeout (on live and stale leases),
+               ``dead_letter``, reclaims attempted in every node
 
 The walks run the profile's number of walks in each world; ``--exhaustive``
 covers every transition of each.  A backend's capabilities shrink every
@@ -105,7 +105,8 @@ KIT_WORLDS: dict[str, dict[str, Any]] = {
         dead_letter=True,
     ),
     "timing": dict(
-        samples=2, consumers=2, horizon=3, high=None, low=None, extend_by=(2,), dead_letter=True, reclaim_any_time=True
+        samples=2, consumers=2, horizon=3, visibility_timeout=2, high=None, low=None, extend_by=(1,), dead_letter=True,
+        reclaim_any_time=True,
     ),
 }
 
@@ -226,8 +227,8 @@ def world_limits(capabilities: Any) -> tuple[dict[str, Any], frozenset[str], lis
         without.add("DeadLetterAtCap")
         said.append("no max_deliveries: transitions that dead-letter at the cap left out")
     if not capabilities.extend:
-        without.update(("Extend", "ExtendBy"))
-        said.append("no extend: Extend and ExtendBy transitions left out")
+        without.add("Extend")
+        said.append("no extend: Extend transitions left out")
     if not capabilities.injected_clock:
         without.add("Tick")
         said.append("no injected clock: Tick transitions left out (no lease ever expires)")
@@ -381,11 +382,11 @@ class _Run:
             if self.wg.world.retain_copies:
                 self.kept[arg] = self.leases[arg]  # type: ignore[index]
             self.leases[arg] = None  # type: ignore[index]
+        elif action == "Extend" and isinstance(arg, tuple):  # a kit world's extend by another amount
+            consumer, seconds = arg
+            h.extend(self.leases[consumer], seconds)
         elif action == "Extend":
             h.extend(self.leases[arg], None)
-        elif action == "ExtendBy":
-            consumer, seconds = arg  # type: ignore[misc]
-            h.extend(self.leases[consumer], seconds)
         elif action == "Crash":
             h.crash(self.leases[arg])
             self.leases[arg] = self.handles[arg] = self.kept[arg] = None

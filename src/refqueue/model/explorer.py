@@ -27,7 +27,7 @@ from refqueue.model.invariants import STATE_INVARIANTS, TRANSITION_INVARIANTS, W
 from refqueue.model.state import LEASED, PENDING
 from refqueue.model.world import Memo, Node, World, initial_node, successors
 
-_BY_HOLDER = frozenset({"Ack", "Fail", "Extend", "DeadLetter", "ExtendBy"})
+_BY_HOLDER = frozenset({"Ack", "Fail", "Extend", "DeadLetter"})
 
 __all__ = ["ExploreResult", "Step", "explore", "work_lost", "StateGraph", "build_graph"]
 
@@ -158,7 +158,7 @@ def explore(
                 if action == "TryPut":
                     what = node.producers[arg]  # type: ignore[index]
                 elif action in _BY_HOLDER:
-                    holder = arg[0] if isinstance(arg, tuple) else arg  # ExtendBy's arg is (consumer, seconds)
+                    holder = arg[0] if isinstance(arg, tuple) else arg  # a kit world's Extend((consumer, seconds))
                     what = node.consumers[holder].lease  # type: ignore[index]
                 else:
                     what = arg

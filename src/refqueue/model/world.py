@@ -28,8 +28,11 @@ TLA+ spec agrees with unchanged; the conformance kit's walks turn them on):
                       ``Rejection``; its data is an orphan (``CollectOrphan``)
 ``dead_letter``       a consumer may dead-letter its lease: ``DeadLetter(c)``
                       (reason ``DEAD_LETTER_REASON``; a stale lease answers False)
-``extend_by``         more heartbeat amounts: ``ExtendBy((c, seconds))``, made on
-                      live and stale leases alike (a stale one answers False)
+``extend_by``         more heartbeat amounts: ``Extend((c, seconds))`` (the arg
+                      names the amount; plain ``Extend(c)`` is by the timeout),
+                      made on live and stale leases alike (a stale one answers
+                      False); amounts up to the timeout keep
+                      ``DeadlineWithinVisibility`` an invariant
 ``reclaim_any_time``  ``ReclaimExpired`` is enabled in every node, also where
                       nothing expired (value 0: a self-loop)
 
@@ -358,5 +361,5 @@ def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[T
         if moves.extend is not None:
             yield _transition(("Extend", c, moved(c, me, moves.extend.state), moves.extend.value))
         for seconds, out in moves.extend_by:
-            yield _transition(("ExtendBy", (c, seconds), moved(c, me, out.state), out.value))
+            yield _transition(("Extend", (c, seconds), moved(c, me, out.state), out.value))
         yield _transition(("Crash", c, moved(c, IDLE), None))
