@@ -408,7 +408,10 @@ class FeatureDataLoader:
 
         Raises ``StopIteration`` once the queue is drained or the loader is
         closed, ``SchemaMismatch`` (with ``on_mismatch="raise"``) for a ref
-        it cannot train on (dead-lettered; the loader stays usable).
+        it cannot train on (dead-lettered; the loader stays usable).  An
+        error of the consumer's (``get`` or ``collate`` raising, an ack that
+        raises) propagates unchanged with its lease kept in ``held``; the
+        next call retries it first.
         """
         if self._finished:
             raise StopIteration
