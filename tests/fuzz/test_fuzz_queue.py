@@ -9,6 +9,7 @@ queue accepts does what the docs say.  Real ``LocalFeatureStore`` and torch.
 from __future__ import annotations
 
 import copy
+import json
 import dataclasses
 import math
 import threading
@@ -315,3 +316,32 @@ def test_a_loader_after_close_ends_or_does_nothing(call):
     else:
         getattr(loader, call)()
     assert snapshot(store, queue) == before and loader.held == []
+
+
+@SETTINGS
+@given(
+    call=st.sampled_from(["ack", "fail", "extend", "dead_letter"]),
+    field=st.sampled_from(["lease_id", "epoch", "redelivery_count", "deadline", "visibility_timeout"]),
+    value=st.one_of(st.integers(-3, 5), st.floats(), hostile_text, st.none(), st.booleans()),
+)
+def test_a_lease_edited_on_the_wire_is_rejected_or_acts_as_the_lease_it_names(call, field, value):
+    store, queue, _, leases = world(2, leased=1)
+    data = json.loads(leases[0].to_json())
+    data[field] = value
+    before = snapshot(store, queue)
+    try:
+        lease = Lease.from_json(json.dumps(data))
+    except (TypeError, ValueError):
+        assert snapshot(store, queue) == before
+        return
+    args = (lease, "poison") if call == "dead_letter" else (lease,)
+    try:
+        result = getattr(queue, call)(*args)
+    except (TypeError, ValueError) as exc:  # ForeignLease is a ValueError
+        assert snapshot(store, queue) == before and str(exc)
+        return
+    # accepted: identity is (epoch, lease_id); the other fields describe the delivery only
+    same = lease.lease_id == leases[0].lease_id and lease.epoch == leases[0].epoch
+    assert result is same
+    if not result:
+        assert snapshot(store, queue) == before
