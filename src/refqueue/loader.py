@@ -457,7 +457,11 @@ class FeatureDataLoader:
 
     def extend(self, seconds: float | None = None) -> bool:
         """Heartbeat for a long step: extend every lease of the current batch
-        (``queue.extend``); True when all of them were still live."""
+        (``queue.extend``); True when all of them were still live.
+        ``seconds`` (default: the queue's visibility timeout) is checked
+        first, with or without a batch in hand."""
+        if seconds is not None:
+            check_seconds("FeatureDataLoader.extend(seconds)", seconds)
         batch = self._current
         if batch is None:
             return False

@@ -117,3 +117,25 @@ def test_faults_at_any_call_never_lose_or_destroy_a_sample(n, schedule, collate_
     injected = store.injected + len(collate_injected)
     # every fault surfaced (faults of one batch's acks surface as the first of them)
     assert (errors > 0) == (injected > 0) and errors <= injected
+
+
+@SETTINGS
+@given(method=st.sampled_from(["extend", "close"]), value=hostile, in_hand=st.booleans())
+def test_loader_methods_reject_hostile_arguments_with_or_without_a_batch_in_hand(method, value, in_hand):
+    store, queue, _, _ = world(2, leased=0)
+    queue.close()
+    loader = FeatureDataLoader(queue, algorithm="eagle3", schema_version=1)
+    if in_hand:
+        next(loader)
+    before = snapshot(store, queue)
+    keyword = {"extend": "seconds", "close": "ack"}[method]
+    valid = value is None or (isinstance(value, bool) if method == "close" else (
+        not isinstance(value, bool) and isinstance(value, (int, float)) and 0 < value <= threading.TIMEOUT_MAX))
+    if valid:
+        return
+    with pytest.raises((TypeError, ValueError)) as info:
+        getattr(loader, method)(**{keyword: value})
+    assert names(str(info.value), value) or type(value).__name__ in str(info.value), str(info.value)
+    assert snapshot(store, queue) == before
+    assert (loader.current is not None) == in_hand  # the batch in hand is untouched
+    loader.close(ack=False)
