@@ -26,3 +26,14 @@ def consume_until_drained(url: str, name: str, conn) -> None:
         if lease is not None:
             seen.append([lease.ref.sample_id, lease.redelivery_count, q.ack(lease)])
     conn.send_bytes(json.dumps(seen).encode())
+
+
+def wait_for_one(url: str, name: str, conn) -> None:
+    """Say "ready", block in acquire(poll_interval=30), ack what came, and
+    report it (the sample id, or None) as JSON."""
+    q = queue(url, name)
+    conn.send_bytes(b"ready")
+    lease = q.acquire(poll_interval=30)
+    if lease is not None:
+        q.ack(lease)
+    conn.send_bytes(json.dumps(None if lease is None else lease.ref.sample_id).encode())

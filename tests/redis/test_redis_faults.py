@@ -123,3 +123,21 @@ def test_an_ack_whose_reply_was_lost_is_known_to_have_committed(proxied):
     assert q.lease_state(lease) == "acked"  # it committed: do not retry
     assert q.outstanding_count() == 0
     assert q.ack(lease) is False
+
+
+def test_a_consumer_process_blocked_in_acquire_is_woken_by_a_put_and_by_close(redis_server, queue_name):
+    import time
+
+    q = queue(redis_server.url, queue_name)
+    for expected, wake in (("a", lambda: q.put(ref("a"))), (None, q.close)):
+        mine, theirs = SPAWN.Pipe()
+        child = SPAWN.Process(target=_workers.wait_for_one, args=(redis_server.url, queue_name, theirs))
+        child.start()
+        assert _receive(mine, "waiting consumer") == "ready"
+        assert not mine.poll(0.3)  # a bounded wait: it is blocked (or about to be)
+        wake()
+        woken = time.monotonic()
+        assert json.loads(_receive(mine, "waiting consumer", 10.0)) == expected
+        assert time.monotonic() - woken < 2.0  # woken, not waiting out its 30 s poll
+        child.join(30)
+        assert child.exitcode == 0
