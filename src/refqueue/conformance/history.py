@@ -17,10 +17,18 @@ read the counters; thread 0 is the *controller*, the only one that moves
 time (``tick``: ``ManualClock.advance``, recorded like any call, so the model
 sees time move at a point of the order), reclaims, reads, and closes the
 queue near its end.  Each thread's sequence of call *kinds* is drawn from
-the seed before the threads start; which lease a call uses depends on what
-the thread holds at that moment.  The data of every ref a worker may put is
-written to the store before the threads start (``History.stored``), so the
-store calls stay out of the concurrent part.
+the seed before the threads start (``plan_programs``; ``record(...,
+programs=)`` runs given programs, e.g. shrunk ones); which lease a call uses
+depends on what the thread holds at that moment.  In a plain history the
+data of every ref a worker may put is written to the store before the
+threads start (``History.stored``).  A *rich* history (``rich_history``: two
+seeds in three) runs on a store with watermarks: each worker writes its
+sample's data itself (``store_put``, concurrent with the other calls) before
+it puts the ref, makes one-step blocking puts that pause and resume, scrubs
+the data of a put the queue refused, and every thread reads
+``store.health()`` and ``is_paused``; each run of ``on_pause``/``on_resume``
+is a ``callback`` event of the thread that ran it (``History.sizes`` lists
+the ids the store puts write).
 
 To make threads interleave inside the backend's calls, not only between
 them, recording lowers the interpreter's thread switch interval
@@ -34,6 +42,7 @@ never pickle, so a failing one can be kept and checked again.  Its format:
      "store": {"capacity": null, "max_samples": null, "high": null, "low": null},
      "fifo": true, "deadlines": true, "clock_start": 100.0, "epoch": "<queue epoch>",
      "stored": {"t1-0": 1, ...},          # sample id -> size in units, written first
+     "sizes": {"t1-0": 1, ...},           # optional: ids its store_put events write -> size in units
      "events": [{"id": 0, "thread": 1, "call": "put", "args": ["t1-0"],
                  "invoke": 3, "respond": 4, "returned": null}, ...]}
 

@@ -42,6 +42,17 @@ for a FIFO backend; any pending ref for one that is not) with the same
 redelivery count and, when the backend honours the injected clock, the same
 deadline; and the identity must not already stand for another delivery.
 
+Freedoms of the contract the model leaves open are followed the same way:
+refs requeued by one reclaim from leases due at the same instant may be
+pending in any order, and its dead letters too (the first ``dead_letters``
+read fixes their order).  Callbacks: a blocking put's step fires
+``"pause"``/``"resume"`` as the model's ``put_step`` does; a backend may run
+them later, in order, in any call of any thread, so the fired-but-undelivered
+callbacks are part of the search state, each ``callback`` event delivers the
+oldest, and a linearization must leave none undelivered.  A ``health()``
+answer that no state gives (its bytes and sample count disagree, or its flags
+contradict the watermarks) is illegal before any search.
+
 Three answers, as Porcupine's ``CheckResult``:
 
 ``ok``       an order exists (``Verdict.order`` is one).
