@@ -37,3 +37,31 @@ def wait_for_one(url: str, name: str, conn) -> None:
     if lease is not None:
         q.ack(lease)
     conn.send_bytes(json.dumps(None if lease is None else lease.ref.sample_id).encode())
+
+
+def park_and_wait(url: str, name: str, conn) -> None:
+    """A producer that parks its ref in put_blocks_until_below (the store it
+    sees is above the queue's high watermark) and waits there until killed.
+    Its registration lives 0.5 s unless renewed (the default is 10 s), and
+    it renews it every 0.1 s (each wait slice)."""
+    import torch
+
+    import refqueue.backends.redis as redis_backend
+    from helpers import store
+
+    redis_backend._PRODUCER_TTL_MS = 500
+    redis_backend.BLOCK_SLICE = 0.1
+    own = store()
+    meta = dict(run_id="run", algorithm="eagle3", schema_version=1, target_model_version="target",
+                draft_weight_version=0, num_tokens=4)
+    tensors = {
+        "aux_hidden_states": torch.zeros(3, 4, 8),
+        "input_ids": torch.zeros(4, dtype=torch.int64),
+        "attention_mask": torch.ones(4, dtype=torch.bool),
+        "loss_mask": torch.ones(4),
+    }
+    own.put("resident", tensors, **meta)  # data a consumer has not freed yet
+    ref = own.put("parked", tensors, **meta)
+    q = queue(url, name, store=own, high_watermark_bytes=100, low_watermark_bytes=50)
+    conn.send_bytes(json.dumps(ref.estimated_bytes).encode())
+    q.put_blocks_until_below(ref, poll_interval=30)

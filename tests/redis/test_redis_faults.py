@@ -141,3 +141,33 @@ def test_a_consumer_process_blocked_in_acquire_is_woken_by_a_put_and_by_close(re
         assert time.monotonic() - woken < 2.0  # woken, not waiting out its 30 s poll
         child.join(30)
         assert child.exitcode == 0
+
+
+def _within(seconds: float, condition) -> bool:
+    """Whether ``condition()`` holds within ``seconds``, checked every 20 ms:
+    the state of another process, seen through the server."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + seconds
+    tick = threading.Event()
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        tick.wait(0.02)
+    return True
+
+
+def test_a_producer_killed_while_parked_stops_counting_once_its_registration_runs_out(redis_server, queue_name):
+    q = queue(redis_server.url, queue_name, high_watermark_bytes=100, low_watermark_bytes=50)
+    q.put(ref("work"))  # the queue holds work: a paused producer waits (D8)
+    mine, theirs = SPAWN.Pipe()
+    child = SPAWN.Process(target=_workers.park_and_wait, args=(redis_server.url, queue_name, theirs))
+    child.start()
+    nbytes = json.loads(_receive(mine, "producer"))
+    assert _within(30, lambda: q.parked_bytes == nbytes), "the producer never parked"
+    assert q.is_paused
+    assert not _within(1.0, lambda: q.parked_bytes != nbytes)  # alive, it stays parked (renewing)
+    os.kill(child.pid, signal.SIGKILL)
+    child.join(30)
+    assert _within(10, lambda: q.parked_bytes == 0), "a dead producer's parked bytes still count"

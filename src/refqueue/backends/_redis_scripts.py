@@ -6,7 +6,7 @@ Keys (``P`` is the queue's key prefix, ``KEYS[1]``; all keys of one queue
 share it, so one server holds many queues):
 
 ``P meta``       hash: ``epoch``, ``config`` (JSON), ``closed`` ("1"),
-                 ``paused`` ("1"), ``parked`` (D8 bytes), ``room`` (the room
+                 ``paused`` ("1"), ``room`` (the room
                  generation), ``seq`` (the last lease id minted: the fencing
                  token), ``dropped`` (dead letters dropped)
 ``P pending``    list of sample ids, the FIFO (RPUSH at the tail, LPOP the head)
@@ -24,9 +24,11 @@ share it, so one server holds many queues):
                  pushes one while there are fewer tokens than pending refs;
                  an acquire that empties pending deletes them; a drained
                  queue keeps one forever (each woken consumer passes it on)
+``P parked``     hash: token -> bytes of the ref its producer parked (D8)
 ``P producers``  sorted set: tokens of producers waiting in
                  ``put_blocks_until_below``, score the server time (ms)
-                 after which the entry is stale; each has a list
+                 after which the entry is stale (its producer crashed: its
+                 parked bytes stop counting); each has a list
                  ``P room:<token>`` it blocks on, pushed by ``notify_room``
 
 Time: ``now`` and the new deadline arrive as decimal strings (the client's
@@ -47,7 +49,7 @@ local P = KEYS[1]
 local META, PENDING, REFS, LEASE = P .. 'meta', P .. 'pending', P .. 'refs', P .. 'lease'
 local DELIV, REDELIV, DEADLINES = P .. 'deliv', P .. 'redeliv', P .. 'deadlines'
 local DEAD, DONE, DONESET, WAKE, PRODUCERS = P .. 'dead', P .. 'done', P .. 'doneset', P .. 'wake', P .. 'producers'
-local ACKED = P .. 'acked'
+local ACKED, PARKED = P .. 'acked', P .. 'parked'
 local MAXD = tonumber(ARGV[1])
 local DEDUP = tonumber(ARGV[2])
 local DEADLIMIT = tonumber(ARGV[3])
@@ -93,10 +95,32 @@ local function wake_if_drained()
   end
 end
 
+-- forget the producers whose registration ran out (crashed while waiting):
+-- their parked bytes no longer count, nobody notifies them
+local function expire_producers()
+  local now = server_ms()
+  for _, token in ipairs(redis.call('ZRANGEBYSCORE', PRODUCERS, '-inf', now)) do
+    redis.call('HDEL', PARKED, token)
+    redis.call('DEL', P .. 'room:' .. token)
+  end
+  redis.call('ZREMRANGEBYSCORE', PRODUCERS, '-inf', now)
+end
+
+-- the bytes parked by the registered producers other than `except` (D8)
+local function parked_total(except)
+  expire_producers()
+  local total = 0
+  local entries = redis.call('HGETALL', PARKED)
+  for i = 1, #entries, 2 do
+    if entries[i] ~= except then total = total + tonumber(entries[i + 1]) end
+  end
+  return total
+end
+
 -- wake every producer waiting in put_blocks_until_below except `except`
 local function notify_room(except)
   redis.call('HINCRBY', META, 'room', 1)
-  redis.call('ZREMRANGEBYSCORE', PRODUCERS, '-inf', server_ms())
+  expire_producers()
   for _, token in ipairs(redis.call('ZRANGE', PRODUCERS, 0, -1)) do
     if token ~= except then
       local key = P .. 'room:' .. token
@@ -191,7 +215,7 @@ SCRIPTS: dict[str, str] = {
     # ARGV[4] epoch (new), ARGV[5] config JSON -> {epoch, config} of the queue at P
     "create": r"""
 if redis.call('HSETNX', META, 'epoch', ARGV[4]) == 1 then
-  redis.call('HSET', META, 'config', ARGV[5], 'closed', '0', 'paused', '0', 'parked', 0, 'room', 0, 'seq', 0, 'dropped', 0)
+  redis.call('HSET', META, 'config', ARGV[5], 'closed', '0', 'paused', '0', 'room', 0, 'seq', 0, 'dropped', 0)
 end
 return {redis.call('HGET', META, 'epoch'), redis.call('HGET', META, 'config')}
 """,
@@ -205,13 +229,14 @@ return 'ok'
 """,
     # One hysteresis step of put_blocks_until_below (D4, D8).  ARGV[4] id,
     # ARGV[5] ref, ARGV[6] resident bytes, ARGV[7] the ref's bytes, ARGV[8] "1"
-    # when this producer's ref is parked, ARGV[9] high ("" for none), ARGV[10] low
-    # ARGV[11] this producer's token -> {outcome, event, effective, room}: outcome 'ok' (enqueued, unparked),
-    # 'wait', or a rejection (unparked); event 'pause', 'resume' or ''
+    # when this producer's ref is parked, ARGV[9] high ("" for none), ARGV[10] low,
+    # ARGV[11] this producer's token -> {outcome, event, effective, room}: outcome
+    # 'ok' (enqueued, unparked), 'wait', or a rejection (unparked); event 'pause',
+    # 'resume' or ''.  A step counts its own ref as parked, parked yet or not.
     "try_put": r"""
-local id, nbytes, parked_now = ARGV[4], tonumber(ARGV[7]), ARGV[8] == '1'
+local id, nbytes, token = ARGV[4], tonumber(ARGV[7]), ARGV[11]
 local function unpark()
-  if parked_now then redis.call('HINCRBY', META, 'parked', -nbytes) end
+  if ARGV[8] == '1' then redis.call('HDEL', PARKED, token) end
 end
 local rejected = put_rejection(id)
 if rejected then
@@ -221,16 +246,14 @@ end
 local event, effective = '', 0
 if ARGV[9] ~= '' then
   local high, low = tonumber(ARGV[9]), tonumber(ARGV[10])
-  local own = nbytes
-  if parked_now then own = 0 end
-  effective = math.max(0, tonumber(ARGV[6]) - tonumber(redis.call('HGET', META, 'parked')) - own)
+  effective = math.max(0, tonumber(ARGV[6]) - parked_total(token) - nbytes)
   local paused = redis.call('HGET', META, 'paused') == '1'
   if paused then
     if effective <= low then
       paused = false
       redis.call('HSET', META, 'paused', '0')
       event = 'resume'
-      notify_room(ARGV[11])  -- this producer's own token: it steps on
+      notify_room(token)  -- this producer steps on by itself
     end
   elseif effective >= high then
     paused = true
@@ -245,29 +268,31 @@ unpark()
 enqueue(id, ARGV[5])
 return {'ok', event, effective, redis.call('HGET', META, 'room')}
 """,
-    # A producer goes to wait.  ARGV[4] token, ARGV[5] bytes, ARGV[6] "1" to
-    # park now, ARGV[7] the room generation its step saw, ARGV[8] entry lifetime (ms)
+    # A producer waits (its ref parked).  ARGV[4] token, ARGV[5] bytes, ARGV[6]
+    # "1" on its first wait, ARGV[7] the room generation its step saw, ARGV[8]
+    # the registration's lifetime (ms; renewed by each wait)
     # -> 1 when it must step again at once (the room changed, or closed), else 0
     "park": r"""
-local token, nbytes = ARGV[4], tonumber(ARGV[5])
-local t = redis.call('TIME')
-local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', PRODUCERS, ms + tonumber(ARGV[8]), token)
+local token = ARGV[4]
+redis.call('ZADD', PRODUCERS, server_ms() + tonumber(ARGV[8]), token)
+redis.call('HSET', PARKED, token, ARGV[5])
 local changed = redis.call('HGET', META, 'room') ~= ARGV[7]
 if ARGV[6] == '1' then
-  redis.call('HINCRBY', META, 'parked', nbytes)
   notify_room(token)  -- the others' effective residency just dropped
 end
 if changed or redis.call('HGET', META, 'closed') == '1' then return 1 end
 return 0
 """,
-    # A producer leaves.  ARGV[4] token, ARGV[5] bytes to unpark (0 for none)
+    # A producer leaves.  ARGV[4] token
     "unpark": r"""
 redis.call('ZREM', PRODUCERS, ARGV[4])
 redis.call('DEL', P .. 'room:' .. ARGV[4])
-local n = tonumber(ARGV[5])
-if n ~= 0 then redis.call('HINCRBY', META, 'parked', -n) end
+redis.call('HDEL', PARKED, ARGV[4])
 return 0
+""",
+    # -> the bytes parked by the producers waiting now
+    "parked": r"""
+return parked_total('')
 """,
     # ARGV[4] "" or "1" to re-wake the others when drained
     "notify_room": r"""

@@ -403,7 +403,7 @@ class RedisSampleRefQueue:
         finally:
             if registered or parked:
                 with self._step_lock, self._connection("put_blocks_until_below"):
-                    self._run("unpark", token, nbytes if parked else 0)
+                    self._run("unpark", token)
 
     def _wait_for_room(self, token: str, nbytes: int, park_now: bool, room: str, poll_interval: float) -> None:
         """Register as a waiting producer (parking the ref on the first wait),
@@ -692,8 +692,11 @@ class RedisSampleRefQueue:
 
     @property
     def parked_bytes(self) -> int:
+        """Bytes of the refs whose producers wait in ``put_blocks_until_below``
+        now, in any client (D8); a producer that crashed while waiting stops
+        counting once its registration runs out (``_PRODUCER_TTL_MS``)."""
         with self._step_lock, self._connection("parked_bytes"):
-            return int(self._redis.hget(self._prefix + "meta", "parked") or 0)
+            return int(self._run("parked"))
 
     def pending_count(self) -> int:
         with self._step_lock, self._connection("pending_count"):
