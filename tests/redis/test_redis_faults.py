@@ -12,9 +12,9 @@ import signal
 
 import pytest
 
-import _workers
-from helpers import queue, ref
-from proxy import DroppingProxy
+import redis_workers as _workers
+from redis_helpers import queue, ref
+from redis_proxy import DroppingProxy
 from refqueue.backends.redis import RedisUnavailable
 from refqueue.clock import ManualClock
 from refqueue.queue import Lease

@@ -15,7 +15,7 @@ from refqueue.clock import ManualClock
 from refqueue.errors import DuplicateSample, ForeignLease, QueueClosed, ReplayedSample
 from refqueue.queue import Lease, VisibilityTimeout
 
-from helpers import queue, ref, store
+from redis_helpers import queue, ref, store
 
 pytestmark = pytest.mark.redis
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from helpers import queue
+from redis_helpers import queue
 
 
 def hold_one_lease(url: str, name: str, conn) -> None:
@@ -47,7 +47,7 @@ def park_and_wait(url: str, name: str, conn) -> None:
     import torch
 
     import refqueue.backends.redis as redis_backend
-    from helpers import store
+    from redis_helpers import store
 
     redis_backend._PRODUCER_TTL_MS = 500
     redis_backend.BLOCK_SLICE = 0.1
