@@ -10,7 +10,6 @@ import time
 import pytest
 
 from refqueue.backends.redis import RedisSampleRefQueue, RedisUnavailable, redacted
-from refqueue.backends._redis_server import RedisServer
 from refqueue.clock import ManualClock
 from refqueue.errors import DuplicateSample, ForeignLease, QueueClosed, ReplayedSample
 from refqueue.queue import Lease, VisibilityTimeout
@@ -217,22 +216,15 @@ def test_passwords_never_appear_in_messages():
     assert redacted("redis://db.example:6379/0") == "redis://db.example:6379/0"
 
 
-def test_a_lost_server_is_a_clear_error_and_loses_nothing_acknowledged(tmp_path, queue_name):
-    from conftest import _require_redis_server
-
-    _require_redis_server()
-    server = RedisServer(persistent=True, directory=str(tmp_path)).start()
-    try:
-        q = queue(server.url, queue_name)
-        q.put(ref("a"))
-        server.kill()
-        with pytest.raises(RedisUnavailable, match=r"put: lost the connection to the Redis server at redis://127\.0\.0\.1"):
-            q.put(ref("b"))
-        server.start()
-        assert q.pending_count() == 1  # a, which the server acknowledged
-        assert q.acquire_nowait().ref.sample_id == "a"
-    finally:
-        server.stop()
+def test_a_lost_server_is_a_clear_error_and_loses_nothing_acknowledged(persistent_server, queue_name):
+    q = queue(persistent_server.url, queue_name)
+    q.put(ref("a"))
+    persistent_server.kill()
+    with pytest.raises(RedisUnavailable, match=r"put: lost the connection to the Redis server at redis://127\.0\.0\.1"):
+        q.put(ref("b"))
+    persistent_server.start()
+    assert q.pending_count() == 1  # a, which the server acknowledged
+    assert q.acquire_nowait().ref.sample_id == "a"
 
 
 def test_refs_and_dead_letters_are_json_in_redis(redis_server, queue_name):
