@@ -687,10 +687,21 @@ class FeatureDataLoader:
         was taken just now and is handed over as it is.)"""
         if not self._prefetch:
             return [item.sample for item in fetched]
-        live = []
-        for item in fetched:
+        live: list[Sample] = []
+        for k, item in enumerate(fetched):
             sample = item.sample
-            if not self._queue.extend(sample.lease):
+            try:
+                renewed = self._queue.extend(sample.lease)
+            except BaseException:
+                # keep every lease not yet handed over (held, got again at the next
+                # next()), never dropped: they would be held by no one until reclaimed
+                rest = live + [f.sample for f in fetched[k:]]
+                with self._lock:
+                    self._refetch[0:0] = [s.lease for s in rest]
+                for s in rest:
+                    self._release(s.handle)
+                raise
+            if not renewed:
                 self._release(sample.handle)
                 with self._lock:
                     self._count_nowait(stale=1)

@@ -219,3 +219,38 @@ def test_close_gives_back_a_held_sample_with_fail():
     loader.close()
     assert loader.held == [] and queue.pending_count() == 1 and queue.outstanding_count() == 0
     assert loader.stats.failed == 1 and store.health().sample_count == 1
+
+
+class ExtendFaultQueue(SampleRefQueue):
+    """A real queue whose extend raises the next ``extend_faults`` times."""
+
+    extend_faults = 0
+
+    def extend(self, lease, seconds=None):
+        if self.extend_faults:
+            self.extend_faults -= 1
+            raise RuntimeError("extend failed (injected)")
+        return super().extend(lease, seconds)
+
+
+def test_an_extend_that_raises_at_hand_off_keeps_the_prefetched_leases():
+    store = FaultyStore()
+    queue = ExtendFaultQueue(store, VisibilityTimeout(30.0), max_deliveries=1)
+    for i in range(3):
+        queue.put(store.put(f"s{i}", tensors(i), run_id="r", algorithm="eagle3", schema_version=1,
+                            target_model_version="t", draft_weight_version=0, num_tokens=3))
+    queue.close()
+    loader = FeatureDataLoader(queue, algorithm="eagle3", schema_version=1, batch_size=2, prefetch=2)
+    queue.extend_faults = 1
+    with pytest.raises(RuntimeError, match="extend failed"):
+        next(loader)
+    held = [lease.ref.sample_id for lease in loader.held]
+    assert len(held) in (1, 2) and queue.dead_letters() == [] and store.handle_count <= 2
+    seen = sorted(value_of_sample(s) for b in loader for s in b)
+    assert seen == [0, 1, 2] and queue.dead_letters() == [] and queue.is_drained
+    loader.close()
+    assert store.handle_count == 0
+
+
+def value_of_sample(sample) -> int:
+    return int(sample.tensors["aux_hidden_states"][0, 0, 0].item())
