@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import uuid
 
 import pytest
@@ -135,3 +136,29 @@ def test_certify_rejects_a_timeout_that_is_not_a_positive_finite_number(value, c
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "--timeout" in err and "pass e.g. --timeout 600" in err
+
+
+# -- explore (found while closing issue 12, F8) ----------------------------------------------
+# ``refqueue explore --samples 10**20`` was accepted and ran without end: the
+# world's size arguments are now bounded and a run's limits must be positive.
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--samples", str(10**20)], r"--samples '100000000000000000000' is outside 1\.\.12"),
+        (["--samples", "x"], r"--samples 'x' is not a whole number"),
+        (["--consumers", "0"], r"--consumers '0' is below 1"),
+        (["--producers", "9"], r"--producers '9' is outside 1\.\.8"),
+        (["--horizon", "-1"], r"--horizon '-1' is below 0"),
+        (["--sizes", "1,2,4", "--samples", "3", "--sizes", "1,1," + str(2**41)], r"every size must be at most"),
+        (["--max-states", "0"], r"--max-states '0' is below 1"),
+        (["--max-seconds", "nan"], r"--max-seconds 'nan' must be a finite number of seconds > 0"),
+        (["--max-seconds", "inf"], r"--max-seconds 'inf' must be a finite number of seconds > 0"),
+    ],
+)
+def test_explore_refuses_sizes_that_would_run_for_ever(argv, expected, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["explore", *argv, "--no-anchor", "--quiet"])
+    assert exited.value.code == 2
+    assert re.search(expected, capsys.readouterr().err)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from refqueue.model.explorer import ExploreResult, Step, explore, work_lost
@@ -27,9 +28,12 @@ from refqueue.model.world import Node, World, make_world
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     b = parser.add_argument_group("bounds")
-    b.add_argument("--samples", type=int, default=3, help="samples the producers make (default 3)")
-    b.add_argument("--consumers", type=int, default=2, help="consumer threads (default 2)")
-    b.add_argument("--producers", type=int, default=1, help="producer threads (default 1)")
+    b.add_argument("--samples", type=_count("--samples", 1, MAX_SAMPLES), default=3,
+                   help=f"samples the producers make, 1..{MAX_SAMPLES} (default 3)")
+    b.add_argument("--consumers", type=_count("--consumers", 1, MAX_THREADS), default=2,
+                   help=f"consumer threads, 1..{MAX_THREADS} (default 2)")
+    b.add_argument("--producers", type=_count("--producers", 1, MAX_THREADS), default=1,
+                   help=f"producer threads, 1..{MAX_THREADS} (default 1)")
     b.add_argument(
         "--sizes", type=_sizes, default=None, metavar="N,N,...",
         help="bytes of each sample, one per sample (default: 1 byte each)",
@@ -49,18 +53,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument(
         "--max-deliveries", type=int, default=2, help="deliveries before dead-lettering; 0 for no limit (default 2)"
     )
-    b.add_argument("--horizon", type=int, default=3, help="the clock stops at this time (default 3)")
+    b.add_argument("--horizon", type=_count("--horizon", 0, MAX_HORIZON), default=3,
+                   help=f"the clock stops at this time, 0..{MAX_HORIZON} (default 3)")
     b.add_argument("--visibility", type=int, default=1, help="visibility timeout in clock ticks (default 1)")
     b.add_argument("--high", type=int, default=2, help="high watermark in bytes (default 2)")
     b.add_argument("--low", type=int, default=1, help="low watermark in bytes (default 1)")
     b.add_argument("--capacity", type=int, default=None, help="store capacity in bytes (default: all samples)")
     r = parser.add_argument_group("run")
-    r.add_argument("--max-states", type=int, default=None, help="stop (verdict unknown) after this many states")
-    r.add_argument("--max-seconds", type=float, default=None, help="stop (verdict unknown) after this long")
+    r.add_argument("--max-states", type=_count("--max-states", 1, 10**12), default=None, help="stop (verdict unknown) after this many states")
+    r.add_argument("--max-seconds", type=_seconds, default=None, help="stop (verdict unknown) after this long")
     r.add_argument("--no-anchor", action="store_true", help="skip the anchor-consumer counterexample run")
     r.add_argument("--anchor-only", action="store_true", help="run only the anchor-consumer counterexample")
     r.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     r.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+# Bounds of the world's size arguments.  The graph grows exponentially in
+# them (3 samples and 2 consumers already give 133,944 states), so a value far
+# beyond these is a typo, not a request: it is refused at once instead of
+# running for ever.  --max-states/--max-seconds bound a run within them.
+MAX_SAMPLES = 12
+MAX_THREADS = 8
+MAX_HORIZON = 64
+MAX_BYTES = 2**40
+
+
+def _count(flag: str, lo: int, hi: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} {text!r} is not a whole number; give one in {lo}..{hi}") from None
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"{flag} {text!r} is below {lo}; give a number in {lo}..{hi}")
+        if value > hi:
+            raise argparse.ArgumentTypeError(
+                f"{flag} {text!r} is outside {lo}..{hi}: the state space grows exponentially with it; "
+                f"give at most {hi} (and bound long runs with --max-states or --max-seconds)"
+            )
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--max-seconds {text!r} is not a number of seconds, e.g. 30") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"--max-seconds {text!r} must be a finite number of seconds > 0, e.g. 30")
+    return value
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -70,6 +113,8 @@ def _sizes(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of byte counts, e.g. 1,3,1") from None
     if not sizes or any(n < 1 for n in sizes):
         raise argparse.ArgumentTypeError(f"{text!r}: every size must be >= 1 byte")
+    if any(n > MAX_BYTES for n in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: every size must be at most {MAX_BYTES} bytes (2**40)")
     return sizes
 
 
