@@ -61,3 +61,20 @@ def test_option_values_are_json_when_they_parse():
     assert _option('tags=["a"]') == ("tags", ["a"])
     assert _option("url=redis://h:1/0") == ("url", "redis://h:1/0")
     assert _option("name=") == ("name", "")
+
+
+def test_the_factory_removes_a_dropped_queues_keys(redis_server):
+    import gc
+
+    from refqueue.backends.redis import make
+    from refqueue.clock import ManualClock
+    from redis_helpers import ref, store
+
+    q = make(store(), ManualClock(100.0), visibility_timeout=30.0, on_pause=None, on_resume=None,
+             url=redis_server.url, prefix="drop-test:")
+    q.put(ref("a"))
+    r = redis.Redis.from_url(redis_server.url)
+    assert r.keys("drop-test:*")
+    del q
+    gc.collect()
+    assert r.keys("drop-test:*") == []

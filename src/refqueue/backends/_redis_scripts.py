@@ -40,7 +40,12 @@ clock is injected.
 
 from __future__ import annotations
 
-__all__ = ["PRELUDE", "SCRIPTS"]
+__all__ = ["KEYS", "PRELUDE", "SCRIPTS"]
+
+# Every key of a queue but the producers' ``room:<token>`` lists (which expire
+# by themselves within a minute), after the prefix.
+KEYS = ("meta", "pending", "refs", "lease", "deliv", "redeliv", "deadlines", "dead", "done", "doneset",
+        "wake", "producers", "acked", "parked")
 
 # Helpers every script starts with.  ARGV[1] of every script is the config
 # the scripts read: max_deliveries ("" for none), dedup_window, dead letter limit.

@@ -58,6 +58,7 @@ import re
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -76,7 +77,7 @@ from refqueue._checks import (
 )
 from refqueue._leases import MAX_DELIVERIES_REASON, DeadLetter, Lease, VisibilityTimeout, mint_lease
 from refqueue._reclaimer import Reclaimer
-from refqueue.backends._redis_scripts import PRELUDE, SCRIPTS
+from refqueue.backends._redis_scripts import KEYS, PRELUDE, SCRIPTS
 from refqueue.errors import DuplicateSample, ForeignLease, PutAborted, QueueClosed, RefQueueError, ReplayedSample
 from refqueue.queue import DEFAULT_DEAD_LETTER_LIMIT, _effective_watermarks
 from refqueue.refs import SampleRef
@@ -873,15 +874,29 @@ def build(queue_class: type[RedisSampleRefQueue], store: Any, clock: Any, **conf
         url = _throwaway_url()
     seconds = config.pop("visibility_timeout", None)
     timeout = None if seconds is None else VisibilityTimeout(seconds)
-    return queue_class(
+    client = _client(url)
+    queue = queue_class(
         store,
         timeout,
-        client=_client(url),
+        client=client,
         name=f"certify-{uuid.uuid4().hex}",
         prefix=options.get("prefix", "refqueue:"),
         clock=clock,
         **config,
     )
+    # A certification makes thousands of queues: each one's keys leave the
+    # server when the kit drops it (not at exit, when the server may be gone).
+    cleanup = weakref.finalize(queue, _forget, client, [queue._prefix + key for key in KEYS])
+    cleanup.atexit = False
+    return queue
+
+
+def _forget(client: Any, keys: list[str]) -> None:
+    """Delete a dropped queue's keys; a server that is gone has nothing to delete."""
+    try:
+        client.delete(*keys)
+    except redis_py.exceptions.RedisError:
+        pass
 
 
 def _capabilities() -> Any:
