@@ -3,9 +3,10 @@
 An ``EventLog`` is handed to ``SampleRefQueue(store, events=log)`` (and, for
 store events, ``LocalFeatureStore(..., events=log)``).  Each state change
 then emits one record, a plain dict of JSON values, with a sequence number
-``seq`` taken under the log's lock, which the emitter takes while holding its
-own lock (the queue's for queue events): ``seq`` order is the order in which
-the queue's lock was held, so replaying records by ``seq`` replays the run.
+``seq`` taken while the emitter holds its own lock (the queue's for queue
+events) and, when several sources share the log, the log's lock too:
+``seq`` order is the order in which the queue's lock was held, so replaying
+records by ``seq`` replays the run.
 With no log (the default) the queue's only cost is one ``is not None`` test
 per operation.
 
