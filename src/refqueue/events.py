@@ -295,7 +295,8 @@ class EventLog:
         """Stamp ``seq``, ``pid``, ``tid`` and write ``record`` to every sink.
         A log with one source (a queue alone) is only ever emitted to under
         that source's own lock, so it takes no lock of its own; with more
-        (a queue and its store, several queues) it takes its lock."""
+        (a queue and its store, several queues) it takes its lock.  So build
+        every source of a log (stores, queues) before any of them is used."""
         if self._sources > 1:
             with self._lock:
                 self._seq = seq = self._seq + 1
