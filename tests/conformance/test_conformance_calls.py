@@ -38,6 +38,17 @@ def test_a_check_the_capabilities_rule_out_is_listed_as_not_run():
     assert report.not_run == {"json-round-trip": "lease_json=False declared"}
 
 
+def test_the_soak_is_not_run_on_a_backend_whose_own_store_is_too_small():
+    from conformance.mutants._base import BaseQueue, factory
+    from refqueue.conformance.contract import backend_of
+
+    make = factory(BaseQueue, make_store=lambda: default_store(capacity=100))
+    report = check_calls(backend_of(make, "small_store:make"), checks=("deadline-soak", "scrub-fails"))
+    assert report.ok, report.failure
+    assert list(report.checks) == ["scrub-fails"]
+    assert report.not_run == {"deadline-soak": "the backend's own store holds 100 samples of one unit (capacity); the soak needs 1200"}
+
+
 def test_the_failing_store_refuses_scrub_only_on_demand():
     inner = default_store()
     store = ScrubSwitch(inner)
