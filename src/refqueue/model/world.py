@@ -50,7 +50,9 @@ from typing import NamedTuple
 from refqueue.model import actions as A
 from refqueue.model.state import STORED, Config, ModelLease, State, initial_state, make_config
 
-__all__ = ["DEAD_LETTER_REASON", "Consumer", "Memo", "Node", "Transition", "World", "make_world", "initial_node", "successors"]
+__all__ = [
+    "DEAD_LETTER_REASON", "Consumer", "Memo", "Node", "Transition", "World", "make_world", "initial_node", "successors",
+]  # fmt: skip
 
 
 # The reason a consumer of a kit world gives dead_letter.
@@ -146,7 +148,7 @@ def make_world(
         ("anchor_consumer", anchor_consumer),
     ):
         if not isinstance(flag, bool):
-            raise ValueError(f"{name} must be a bool, got {flag!r}")
+            raise ValueError(f"{name} must be a bool, got {flag!r}; pass True or False")
     if not isinstance(extend_by, tuple) or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in extend_by):
         raise ValueError(f"extend_by must be a tuple of ints >= 1 (extend amounts), got {extend_by!r}")
     if isinstance(dedup_window, bool) or not isinstance(dedup_window, int) or dedup_window < 0:
