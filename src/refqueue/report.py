@@ -28,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("logs", nargs="+", help="JSONL event logs (every file of the run)")
     parser.add_argument("--html", required=True, help="the HTML file to write")
     parser.add_argument("--bins", type=int, default=60, help="time bins of the rate plots (default 60)")
+    parser.add_argument("--queue", type=int, default=None,
+                        help="the queue's number in the log (its records' q; default: the first queue opened)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"refqueue report: {exc}", file=sys.stderr)
         return 2
     try:
-        page = render_html(records, bins=args.bins, title=", ".join(Path(p).name for p in args.logs))
+        page = render_html(records, bins=args.bins, title=", ".join(Path(p).name for p in args.logs),
+                           queue=args.queue)
     except ValueError as exc:
         print(f"refqueue report: {exc}", file=sys.stderr)
         return 2
@@ -113,7 +116,9 @@ def _polyline(points: list[tuple[float, float]], color: str, sx, sy, step: bool 
 # -- the page ----------------------------------------------------------------------
 
 
-def render_html(records: list[dict[str, Any]], bins: int = 60, title: str = "event log") -> str:
+def render_html(records: list[dict[str, Any]], bins: int = 60, title: str = "event log",
+                queue: int | None = None) -> str:
+    """The page for queue number ``queue`` (default: the first queue opened in the log)."""
     from refqueue.metrics import Metrics
 
     queue_records = sorted((r for r in records if "q" in r and r.get("t") is not None),
@@ -121,6 +126,11 @@ def render_html(records: list[dict[str, Any]], bins: int = 60, title: str = "eve
     opens = [r for r in queue_records if r.get("ev") == "open"]
     if not opens:
         raise ValueError("the log has no queue open record; pass the files a JsonlSink wrote (all of them)")
+    if queue is not None:
+        opens = [r for r in opens if r.get("q") == queue]
+        if not opens:
+            numbers = sorted({r.get("q") for r in queue_records if r.get("ev") == "open"})
+            raise ValueError(f"no queue {queue} in the log (its queues: {numbers}); pass one of them to --queue")
     first = opens[0]
     key = (first.get("pid"), first.get("q"))
     mine = [r for r in queue_records if (r.get("pid"), r.get("q")) == key]

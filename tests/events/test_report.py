@@ -78,3 +78,27 @@ def test_plots_render_in_headless_chromium(stress_log, tmp_path):
     for plot, box in sizes.items():
         assert box["width"] > 0 and box["height"] > 0, (plot, box)
         assert box["drawn"] > 0, (plot, box)  # a line or bar of non-zero size inside
+
+
+def test_report_draws_the_queue_asked_for(tmp_path):
+    from events_helpers import refs
+
+    from refqueue._bench_queue import CounterStore
+    from refqueue.events import EventLog, RingSink
+    from refqueue.queue import SampleRefQueue
+
+    ring = RingSink()
+    log = EventLog(ring)
+    queues = [SampleRefQueue(CounterStore(), events=log) for _ in range(2)]
+    for k, q in enumerate(queues):
+        for ref in refs(3 + k, prefix=f"q{k}-"):
+            q.store.hold(ref)
+            q.put(ref)
+    path = tmp_path / "two.jsonl"
+    ring.dump(path)
+    out = tmp_path / "q2.html"
+    proc = run_report(str(path), "--html", str(out), "--queue", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "<td>puts</td><td>4</td>" in out.read_text()
+    proc = run_report(str(path), "--html", str(out), "--queue", "3")
+    assert proc.returncode == 2 and "no queue 3 in the log (its queues: [1, 2])" in proc.stderr
