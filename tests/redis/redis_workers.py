@@ -65,3 +65,47 @@ def park_and_wait(url: str, name: str, conn) -> None:
     q = queue(url, name, store=own, high_watermark_bytes=100, low_watermark_bytes=50)
     conn.send_bytes(json.dumps(ref.estimated_bytes).encode())
     q.put_blocks_until_below(ref, poll_interval=30)
+
+
+def _shared_queue(url: str, name: str, root: str):
+    from refqueue.backends.redis import RedisSampleRefQueue
+    from refqueue.queue import VisibilityTimeout
+    from refqueue.stores.shared_dir import SharedDirFeatureStore
+
+    store = SharedDirFeatureStore(root, fsync=False)
+    return store, RedisSampleRefQueue(store, VisibilityTimeout(30.0), url=url, name=name)  # server time
+
+
+def produce_to_shared_dir(url: str, name: str, root: str, count: int, conn) -> None:
+    """Write ``count`` samples (input_ids = arange(4) + i) to the shared
+    directory and put their refs; say "done"."""
+    import torch
+
+    store, q = _shared_queue(url, name, root)
+    for i in range(count):
+        tensors = {
+            "aux_hidden_states": torch.full((3, 4, 8), float(i)),
+            "input_ids": torch.arange(4, dtype=torch.int64) + i,
+            "attention_mask": torch.ones(4, dtype=torch.bool),
+            "loss_mask": torch.ones(4),
+        }
+        ref = store.put(f"s{i}", tensors, run_id="run", algorithm="eagle3", schema_version=1,
+                        target_model_version="target", draft_weight_version=0, num_tokens=4)
+        q.put(ref)
+    conn.send_bytes(b"done")
+
+
+def consume_from_shared_dir(url: str, name: str, root: str, conn) -> None:
+    """Lease, read the tensors (memory-mapped), ack, until drained; report
+    ``[sample_id, sum of input_ids]`` for each, as JSON."""
+    store, q = _shared_queue(url, name, root)
+    seen = []
+    while not q.is_drained:
+        lease = q.acquire(poll_interval=0.5)
+        if lease is None:
+            continue
+        tensors, handle = store.get(lease.ref)
+        seen.append([lease.ref.sample_id, int(tensors["input_ids"].sum())])
+        store.release(handle)
+        assert q.ack(lease)
+    conn.send_bytes(json.dumps(seen).encode())

@@ -171,3 +171,34 @@ def test_a_producer_killed_while_parked_stops_counting_once_its_registration_run
     os.kill(child.pid, signal.SIGKILL)
     child.join(30)
     assert _within(10, lambda: q.parked_bytes == 0), "a dead producer's parked bytes still count"
+
+
+def test_processes_share_the_queue_on_redis_and_the_tensors_on_a_directory(redis_server, queue_name, tmp_path):
+    """A producer process writes samples to a SharedDirFeatureStore and puts
+    their refs; two consumer processes lease, read and ack them; every sample
+    is read once with its own data, and the acks leave the directory empty."""
+    from redis_workers import _shared_queue
+
+    root = str(tmp_path / "features")
+    store, q = _shared_queue(redis_server.url, queue_name, root)
+    consumers = []
+    for _ in range(2):
+        mine, theirs = SPAWN.Pipe()
+        child = SPAWN.Process(target=_workers.consume_from_shared_dir, args=(redis_server.url, queue_name, root, theirs))
+        child.start()
+        consumers.append((mine, child))
+    done, theirs = SPAWN.Pipe()
+    producer = SPAWN.Process(target=_workers.produce_to_shared_dir, args=(redis_server.url, queue_name, root, 12, theirs))
+    producer.start()
+    assert _receive(done, "producer") == "done"
+    producer.join(30)
+    q.close()
+    seen = []
+    for mine, child in consumers:
+        seen += json.loads(_receive(mine, "consumer"))
+        child.join(30)
+        assert child.exitcode == 0
+    assert sorted(seen) == sorted([f"s{i}", 6 + 4 * i] for i in range(12))
+    health = store.health()
+    assert (health.resident_bytes, health.sample_count) == (0, 0)
+    assert list((tmp_path / "features" / "samples").iterdir()) == []
