@@ -421,6 +421,10 @@ class SampleRef:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SampleRef:
+        if type(data) is dict and cls is SampleRef:  # exactly a dict, as json.loads makes: try the fast path
+            ref = _from_plain_dict(data)
+            if ref is not None:
+                return ref
         if not isinstance(data, Mapping):
             raise TypeError(f"SampleRef.from_dict needs a dict, got {type(data).__name__}")
         unknown = sorted(set(data) - set(_REF_FIELDS))
@@ -483,6 +487,147 @@ class SampleRef:
             target_model_version=target_model_version,
             draft_weight_version=draft_weight_version,
         )
+
+
+# -- the parse fast path --------------------------------------------------
+#
+# ``from_dict`` of a plain dict (what ``json.loads`` makes, so what every ref
+# read from the wire is) first tries ``_from_plain_dict``: one pass over the
+# fields that accepts only values of the exact builtin types JSON yields
+# (``type(x) is str``, ``is int``, ``is list``, ``is dict``) and checks each of
+# them as ``__post_init__`` does.  Anything it is not sure of (a wrong type, a
+# bad value, a subclass, a ``torch.``-prefixed dtype name) makes it answer
+# None, and the slow path then accepts it or raises its own error: the fast
+# path decides only what the slow path would accept, and builds an equal ref.
+# A value of an exact builtin type is never a tensor, so the tensor walk of
+# ``__post_init__`` has nothing to find here.
+
+_ALGORITHMS: dict[str, FeatureAlgorithm] = {a.value: a for a in FeatureAlgorithm}
+# Store URIs that passed ``_check_store_uri`` (a pure function of the str);
+# most refs of a run share one, so checking it once saves the scheme scan.
+_URIS_SEEN: set[str] = set()
+_URIS_KEPT = 64
+# FeatureSpecs are immutable: one instance per (shape, dtype) read.
+_SPECS_SEEN: dict[tuple[tuple[int, ...], str], FeatureSpec] = {}
+_SPECS_KEPT = 4096
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _plain_count(value: object) -> bool:
+    return type(value) is int and 0 <= value <= MAX_INT  # type: ignore[operator]
+
+
+def _plain_version(value: object) -> bool:
+    kind = type(value)
+    return (kind is str and value != "") or (kind is int and 0 <= value <= MAX_INT)  # type: ignore[operator]
+
+
+def _plain_spec(data: object) -> FeatureSpec | None:
+    """The FeatureSpec of a JSON spec dict, or None where the slow path must decide."""
+    if type(data) is not dict or len(data) != 2:
+        return None
+    shape, dtype = data.get("shape"), data.get("dtype")
+    if type(shape) is not list or type(dtype) is not str or dtype not in DTYPE_SIZES:
+        return None
+    for dim in shape:
+        if type(dim) is not int or dim < 0 or dim > MAX_INT:
+            return None
+    dims = tuple(shape)
+    key = (dims, dtype)
+    spec = _SPECS_SEEN.get(key)
+    if spec is None:
+        spec = _new(FeatureSpec)
+        _set(spec, "shape", dims)
+        _set(spec, "dtype", dtype)
+        if len(_SPECS_SEEN) < _SPECS_KEPT:
+            _SPECS_SEEN[key] = spec
+    return spec
+
+
+def _plain_map(pairs: tuple[tuple[str, Any], ...], mapping: dict[str, Any]) -> FrozenMap:
+    """A FrozenMap of distinct-keyed ``pairs`` (``mapping`` is ``dict(pairs)``), built without re-checking them."""
+    frozen = _new(FrozenMap)
+    _set(frozen, "_items", pairs)
+    _set(frozen, "_dict", mapping)
+    _set(frozen, "_hash", None)
+    return frozen
+
+
+def _from_plain_dict(data: dict[str, Any]) -> SampleRef | None:
+    """The ref of a plain, valid ref dict, or None where the slow path must decide (see above)."""
+    if len(data) != len(_REF_FIELDS):
+        return None
+    try:
+        sample_id = data["sample_id"]
+        run_id = data["run_id"]
+        store_uri = data["store_uri"]
+        keys = data["feature_keys"]
+        specs = data["feature_specs"]
+        algorithm = data["algorithm"]
+        schema_version = data["schema_version"]
+        num_tokens = data["num_tokens"]
+        estimated_bytes = data["estimated_bytes"]
+        target_model_version = data["target_model_version"]
+        draft_weight_version = data["draft_weight_version"]
+    except KeyError:
+        return None
+    if (
+        type(sample_id) is not str
+        or not sample_id
+        or type(run_id) is not str
+        or not run_id
+        or type(store_uri) is not str
+        or type(keys) is not dict
+        or not keys
+        or type(specs) is not dict
+        or len(specs) != len(keys)
+        or type(algorithm) is not str
+        or not _plain_count(schema_version)
+        or not _plain_count(num_tokens)
+        or not _plain_count(estimated_bytes)
+        or not _plain_version(target_model_version)
+        or not _plain_version(draft_weight_version)
+    ):
+        return None
+    kind = _ALGORITHMS.get(algorithm)
+    if kind is None:
+        return None
+    if store_uri not in _URIS_SEEN:
+        try:
+            _check_store_uri(store_uri)
+        except ValueError:
+            return None
+        if len(_URIS_SEEN) < _URIS_KEPT:
+            _URIS_SEEN.add(store_uri)
+    key_pairs = tuple(keys.items())
+    spec_pairs = []
+    for (name, key), (spec_name, spec_data) in zip(key_pairs, specs.items()):
+        if type(name) is not str or not name or type(spec_name) is not str or name != spec_name:
+            return None
+        if type(key) is not str or not key:
+            return None
+        spec = _plain_spec(spec_data)
+        if spec is None:
+            return None
+        spec_pairs.append((name, spec))
+    for required in _REQUIRED[kind]:
+        if required not in keys:
+            return None
+    spec_items = tuple(spec_pairs)
+    ref = _new(SampleRef)
+    _set(ref, "sample_id", sample_id)
+    _set(ref, "run_id", run_id)
+    _set(ref, "store_uri", store_uri)
+    _set(ref, "feature_keys", _plain_map(key_pairs, dict(keys)))
+    _set(ref, "feature_specs", _plain_map(spec_items, dict(spec_items)))
+    _set(ref, "algorithm", kind)
+    _set(ref, "schema_version", schema_version)
+    _set(ref, "num_tokens", num_tokens)
+    _set(ref, "estimated_bytes", estimated_bytes)
+    _set(ref, "target_model_version", target_model_version)
+    _set(ref, "draft_weight_version", draft_weight_version)
+    return ref
 
 
 def load_json(what: str, text: object) -> Any:
