@@ -54,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 import threading
 import time
@@ -249,6 +250,9 @@ class RedisSampleRefQueue:
                     "pass redis.Redis(..., decode_responses=True) or url="
                 )
         self._redis = client
+        # Each thread's own connection for the scripts (see _evalsha).
+        self._held = threading.local()
+        self._heads: dict[str, bytes] = {}  # each script's packed command head, by SHA (see _packed)
         self._store = store
         self._store_uri = store_uri
         self._vt = visibility_timeout
@@ -308,14 +312,60 @@ class RedisSampleRefQueue:
         return _Connection(self, call)
 
     def _run(self, op: str, *args: object) -> Any:
-        """Run script ``op`` by its SHA1, loading it first where the server
-        does not know it (a new server, or one restarted)."""
-        argv = (*self._config_args, *args)
+        """Run script ``op`` by its SHA1 on this thread's own connection,
+        loading it first where the server does not know it (a new server, or
+        one restarted)."""
         try:
-            return self._redis.evalsha(_SHAS[op], 1, self._prefix, *argv)
+            return self._evalsha(_SHAS[op], args)
         except redis_py.exceptions.NoScriptError:
             self._redis.script_load(_SOURCES[op])
-            return self._redis.evalsha(_SHAS[op], 1, self._prefix, *argv)
+            return self._evalsha(_SHAS[op], args)
+
+    def _evalsha(self, sha: str, args: tuple[object, ...]) -> Any:
+        """``EVALSHA sha`` on a connection this thread holds for its scripts.
+
+        A pool's get and release cost more than the round trip itself (about
+        25 us each call with redis-py 8), so each thread of this client keeps
+        one connection of the client's pool settings for its scripts (the
+        blocking waits and the plain reads still use the pool).  A reply that
+        is not read whole (lost connection, timeout, an interrupt) drops the
+        connection: the next call connects afresh, never reading a stale
+        reply.  Before each command, as the pool does when it hands one out,
+        a connection with something to read while idle (the server closed it,
+        e.g. it restarted) is replaced by a fresh one: nothing was sent on it,
+        so nothing runs twice.  A child process (fork) makes its own."""
+        held = self._held
+        conn = getattr(held, "conn", None)
+        if conn is None or held.pid != os.getpid():
+            pool = self._redis.connection_pool
+            conn = pool.connection_class(**pool.connection_kwargs)
+            held.conn, held.pid = conn, os.getpid()
+        _ready(conn)
+        packed = self._packed(conn, sha, args)
+        try:
+            conn.send_packed_command(packed, check_health=False)
+            return conn.read_response()
+        except redis_py.exceptions.ResponseError:
+            raise  # a whole reply was read: the connection is in step
+        except BaseException:
+            conn.disconnect()
+            raise
+
+    def _packed(self, conn: Any, sha: str, args: tuple[object, ...]) -> list[bytes]:
+        """The RESP bytes (one chunk) of ``EVALSHA sha 1 prefix *config *args``: the
+        constant head made once per script, each str (UTF-8) or int argument
+        a bulk string, as redis-py's own packing writes them (an argument of
+        another type is left to redis-py's packing)."""
+        for arg in args:
+            if type(arg) is not str and type(arg) is not int:
+                return conn.pack_command("EVALSHA", sha, 1, self._prefix, *self._config_args, *args)
+        head = self._heads.get(sha)
+        if head is None:
+            head = self._heads[sha] = b"".join(_bulk(part) for part in ("EVALSHA", sha, "1", self._prefix, *self._config_args))
+        parts = [b"*%d\r\n" % (4 + len(self._config_args) + len(args)), head]
+        for arg in args:
+            parts.append(_bulk(arg))
+        return [b"".join(parts)]  # send_packed_command takes a list of chunks
 
     def _times(self, seconds: float) -> tuple[str, str]:
         """(now, deadline) for a script: the injected clock's, or "" for the server's TIME."""
@@ -798,6 +848,27 @@ class _Connection:
             f"server acknowledged is lost. Check that the server is up and reachable, then call again "
             f"(after an ack, lease_state(lease) says whether it committed)"
         ) from exc
+
+
+def _ready(conn: Any) -> None:
+    """Connect ``conn`` if it is not; if it has something to read while idle
+    (closed by the server, a stray reply), connect it afresh; raise
+    redis-py's ``ConnectionError`` if even a fresh connection is not ready."""
+    try:
+        conn.connect()  # a no-op when connected
+        if conn.can_read():
+            raise redis_py.exceptions.ConnectionError("Connection has data")
+    except (redis_py.exceptions.ConnectionError, redis_py.exceptions.TimeoutError, OSError):
+        conn.disconnect()
+        conn.connect()
+        if conn.can_read():
+            raise redis_py.exceptions.ConnectionError("Connection not ready") from None
+
+
+def _bulk(value: object) -> bytes:
+    """One RESP bulk string: a str as UTF-8, an int in decimal (``_packed`` passes no other type)."""
+    data = value.encode() if type(value) is str else b"%d" % value  # type: ignore[attr-defined]
+    return b"$%d\r\n%s\r\n" % (len(data), data)
 
 
 def _glob_escape(text: str) -> str:
