@@ -202,3 +202,23 @@ def test_processes_share_the_queue_on_redis_and_the_tensors_on_a_directory(redis
     health = store.health()
     assert (health.resident_bytes, health.sample_count) == (0, 0)
     assert list((tmp_path / "features" / "samples").iterdir()) == []
+
+
+def test_script_connections_the_server_closed_while_idle_are_replaced_before_the_next_call(redis_server, queue_name):
+    import redis
+
+    q = queue(redis_server.url, queue_name, clock=None)
+    for sample_id in ("a", "b"):
+        q.put(ref(sample_id))
+    lease = q.acquire_nowait()
+    admin = redis.Redis.from_url(redis_server.url)
+    try:
+        # Every other client's connection (the queue's script connection among them) is closed by the server.
+        assert admin.client_kill_filter(_type="normal", skipme=True) >= 1
+    finally:
+        admin.close()
+    # Nothing was sent on the closed connection: the next call runs once, on a fresh one, without an error.
+    assert q.ack(lease) is True
+    assert q.lease_state(lease) == "acked"
+    assert q.acquire_nowait().ref.sample_id == "b"
+    assert (q.pending_count(), q.outstanding_count()) == (0, 1)
