@@ -251,7 +251,7 @@ class RedisSampleRefQueue:
                 )
         self._redis = client
         # Each thread's own connection for the scripts (see _evalsha).
-        self._held = threading.local()
+        self._held = _held_for(client.connection_pool)
         self._heads: dict[str, bytes] = {}  # each script's packed command head, by SHA (see _packed)
         self._store = store
         self._store_uri = store_uri
@@ -325,31 +325,39 @@ class RedisSampleRefQueue:
         """``EVALSHA sha`` on a connection this thread holds for its scripts.
 
         A pool's get and release cost more than the round trip itself (about
-        25 us each call with redis-py 8), so each thread of this client keeps
-        one connection of the client's pool settings for its scripts (the
-        blocking waits and the plain reads still use the pool).  A reply that
-        is not read whole (lost connection, timeout, an interrupt) drops the
-        connection: the next call connects afresh, never reading a stale
-        reply.  Before each command, as the pool does when it hands one out,
-        a connection with something to read while idle (the server closed it,
-        e.g. it restarted) is replaced by a fresh one: nothing was sent on it,
-        so nothing runs twice.  A child process (fork) makes its own."""
+        25 us each call with redis-py 8), so each thread keeps one connection
+        of the pool's settings for the scripts of every queue on that pool
+        (``_held_for``; the blocking waits and the plain reads still use the
+        pool, and so does a call made while this thread's connection is
+        mid-command, e.g. from a signal handler).  A reply that is not read
+        whole (lost connection, timeout, an interrupt) drops the connection:
+        the next call connects afresh, never reading a stale reply.  Before
+        each command, as the pool does when it hands one out, a connection
+        with something to read while idle (the server closed it, e.g. it
+        restarted) is replaced by a fresh one: nothing was sent on it, so
+        nothing runs twice.  A child process (fork) makes its own."""
         held = self._held
+        if getattr(held, "busy", False):  # re-entered mid-command: the pool's way
+            return self._redis.evalsha(sha, 1, self._prefix, *self._config_args, *args)
         conn = getattr(held, "conn", None)
         if conn is None or held.pid != os.getpid():
             pool = self._redis.connection_pool
             conn = pool.connection_class(**pool.connection_kwargs)
             held.conn, held.pid = conn, os.getpid()
-        _ready(conn)
-        packed = self._packed(conn, sha, args)
+        held.busy = True
         try:
-            conn.send_packed_command(packed, check_health=False)
-            return conn.read_response()
-        except redis_py.exceptions.ResponseError:
-            raise  # a whole reply was read: the connection is in step
-        except BaseException:
-            conn.disconnect()
-            raise
+            _ready(conn)
+            packed = self._packed(conn, sha, args)
+            try:
+                conn.send_packed_command(packed, check_health=False)
+                return conn.read_response()
+            except redis_py.exceptions.ResponseError:
+                raise  # a whole reply was read: the connection is in step
+            except BaseException:
+                conn.disconnect()
+                raise
+        finally:
+            held.busy = False
 
     def _packed(self, conn: Any, sha: str, args: tuple[object, ...]) -> list[bytes]:
         """The RESP bytes (one chunk) of ``EVALSHA sha 1 prefix *config *args``: the
@@ -848,6 +856,20 @@ class _Connection:
             f"server acknowledged is lost. Check that the server is up and reachable, then call again "
             f"(after an ack, lease_state(lease) says whether it committed)"
         ) from exc
+
+
+# Per connection pool, each thread's script connection (see _evalsha): the
+# queues of one client share them, as they share its pool.
+_HELD: weakref.WeakKeyDictionary[Any, threading.local] = weakref.WeakKeyDictionary()
+_held_lock = threading.Lock()
+
+
+def _held_for(pool: Any) -> threading.local:
+    with _held_lock:
+        held = _HELD.get(pool)
+        if held is None:
+            held = _HELD[pool] = threading.local()
+        return held
 
 
 def _ready(conn: Any) -> None:
