@@ -25,10 +25,25 @@ def test_every_phase_passes_on_a_throwaway_server(phase):
 
 
 def test_options_reach_the_factory(redis_server):
-    cert = certify(TARGET, profile="ci", phases=("construction",), options={"url": redis_server.url, "prefix": "opt-test:"})
-    assert cert.passed, cert.counterexample
-    keys = redis.Redis.from_url(redis_server.url).keys("opt-test:*")
-    assert keys  # the queues were made on the server the option named, under its prefix
+    # The kit's queues delete their keys when it drops them (whenever the
+    # collector runs): the server's keyspace events say where they were made.
+    admin = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    events = admin.pubsub()
+    admin.config_set("notify-keyspace-events", "KA")
+    try:
+        events.psubscribe("__keyspace@0__:opt-test:*")
+        assert events.get_message(timeout=10)["type"] == "psubscribe"
+        cert = certify(
+            TARGET, profile="ci", phases=("construction",), options={"url": redis_server.url, "prefix": "opt-test:"}
+        )
+        assert cert.passed, cert.counterexample
+        first = events.get_message(timeout=10)
+    finally:
+        admin.config_set("notify-keyspace-events", "")
+        events.close()
+        admin.close()
+    # the queues were made on the server the option named, under its prefix
+    assert first is not None and first["channel"].startswith("__keyspace@0__:opt-test:{certify-")
 
 
 def _certify(*args: str) -> subprocess.CompletedProcess:
