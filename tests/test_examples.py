@@ -42,5 +42,5 @@ def test_the_sqlite_example_is_certified_from_the_repository_root(tmp_path):
     assert run.stdout.startswith(f"refqueue certify: PASS  {TARGET}  (profile ci, seed 0, kit ")
     data = json.loads((tmp_path / "examples_sqlite_backend_make.json").read_text())
     assert data["verdict"] == "pass"
-    assert list(data["phases"]) == ["construction", "walks", "calls", "lockstep", "threads", "producers", "blocking"]
+    assert list(data["phases"]) == ["construction", "walks", "calls", "producers", "blocking", "threads", "lockstep"]
     assert all(data["capabilities"].values())  # everything docs/API.md specifies, nothing left out

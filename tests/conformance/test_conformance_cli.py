@@ -27,7 +27,7 @@ def test_certify_passes_and_writes_the_certificate(tmp_path, monkeypatch, capsys
     assert data["examples"] >= 5 and data["steps"] > 0
     assert set(data["coverage"]["world_graph"]) >= {"transitions", "transitions_total", "actions_never_tried"}
     assert data["capabilities"]["fifo"] is True
-    assert list(data["phases"]) == ["construction", "walks", "calls", "lockstep", "threads", "producers", "blocking"]
+    assert list(data["phases"]) == ["construction", "walks", "calls", "producers", "blocking", "threads", "lockstep"]
     assert list(data["phases"]["producers"]["checks"]) == ["deadlock", "orphan", "stress"]
     assert "  producers     3 checks (deadlock, orphan, stress), 22 blocking puts, slowest " in out
     assert "  blocking      11 checks, slowest wakeup " in out
@@ -79,7 +79,7 @@ def test_certify_validates_its_arguments():
         certify("conformance.mutants._base:make", profile="fast")
     with pytest.raises(ValueError, match=r"^steps must be an int >= 1 \(rules per lockstep example\), got 0$"):
         certify("conformance.mutants._base:make", steps=0)
-    with pytest.raises(ValueError, match=r"^phases must be a non-empty subset of \('construction', 'walks', 'calls', 'lockstep', 'threads', 'producers', 'blocking'\), got \('x',\)$"):
+    with pytest.raises(ValueError, match=r"^phases must be a non-empty subset of \('construction', 'walks', 'calls', 'producers', 'blocking', 'threads', 'lockstep'\), got \('x',\)$"):
         certify("conformance.mutants._base:make", phases=("x",))
     with pytest.raises(ValueError, match=r"^producer_bound must be a number of seconds in \(0, 3600\), got -1$"):
         certify("conformance.mutants._base:make", producer_bound=-1)

@@ -1,6 +1,7 @@
 """``certify(backend)``: every check of the kit in one run, and its certificate.
 
-A certification runs these phases, stopping at the first failure:
+A certification runs these phases in this order (the cheap ones first, the
+costly threads and lockstep phases last), stopping at the first failure:
 
 ``construction``  configurations the model rejects (a zero timeout, an
                   empty hysteresis band, a half-set effective watermark pair,
@@ -19,16 +20,6 @@ A certification runs these phases, stopping at the first failure:
                   queues on one store, a store whose ``scrub`` fails, JSON
                   round trips field by field, a soak of 1,200 deadlines.  A
                   failure's replay runs the failing check again
-``lockstep``      the Hypothesis state machine (``refqueue.conformance.lockstep``)
-``threads``       real multi-threaded histories (``refqueue.conformance.history``),
-                  each checked for linearizability against the model
-                  (``refqueue.conformance.linearizability``).  A history the
-                  checker cannot decide within its budget (``unknown``) fails
-                  the certification like an ``illegal`` one: the certificate
-                  claims the histories were checked, and an undecided one was
-                  not; the failure says which it was.  History k of a run
-                  with ``seed`` S is recorded with seed ``1000 * S + k``; a
-                  failure's replay records them again
 ``producers``     several producers blocked in ``put_blocks_until_below`` at
                   once, with real threads and bounded waits
                   (``refqueue.conformance.producers``, D8): the two-producer
@@ -52,6 +43,16 @@ A certification runs these phases, stopping at the first failure:
                   A check a declared capability rules out is listed as not
                   run, never passed.  A failure's replay runs the failing
                   check again
+``threads``       real multi-threaded histories (``refqueue.conformance.history``),
+                  each checked for linearizability against the model
+                  (``refqueue.conformance.linearizability``).  A history the
+                  checker cannot decide within its budget (``unknown``) fails
+                  the certification like an ``illegal`` one: the certificate
+                  claims the histories were checked, and an undecided one was
+                  not; the failure says which it was.  History k of a run
+                  with ``seed`` S is recorded with seed ``1000 * S + k``; a
+                  failure's replay records them again
+``lockstep``      the Hypothesis state machine (``refqueue.conformance.lockstep``)
 
 The certificate records the backend, the kit's version, the profile, the
 seed, examples and steps, the coverage of the world graphs (share of their
@@ -348,7 +349,7 @@ def _construction_failure(
 # -- the whole run ---------------------------------------------------------------------
 
 
-PHASES = ("construction", "walks", "calls", "lockstep", "threads", "producers", "blocking")
+PHASES = ("construction", "walks", "calls", "producers", "blocking", "threads", "lockstep")
 
 
 def certify(
