@@ -23,7 +23,7 @@ def test_a_correct_backend_passes_every_check_within_the_bound(target):
     assert report.ok, report.failure
     assert list(report.checks) == list(CHECKS) and report.not_run == {}
     for name, check in report.checks.items():
-        assert check["what"] and check["seconds"] < 2, (name, check)
+        assert check["what"], (name, check)
         for latency in check.get("latencies_s", ()):
             assert latency <= report.bound, (name, check)
     assert len(report.checks["acquire-woken-by-put"]["latencies_s"]) == 1  # on time at the first attempt

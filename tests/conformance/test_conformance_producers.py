@@ -128,7 +128,7 @@ def test_the_phase_is_in_the_certificate_and_its_replay_fails_only_on_the_mutant
     assert cert.passed, cert.failure
     phase = cert.phases["producers"]
     assert list(phase["checks"]) == list(CHECKS) and phase["bound_s"] == 1.0
-    assert phase["seconds"] < 3 and phase["steps"] > 0
+    assert phase["steps"] > 0
     assert "| producers |" in cert.to_markdown()
 
     cert = certify(OLD, phases=("producers",), producer_bound=0.3)
