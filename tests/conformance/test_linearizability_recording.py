@@ -117,10 +117,12 @@ def test_shrinking_stops_at_its_time_budget(monkeypatch):
 
 
 def test_a_shrunk_program_is_recorded_as_given():
-    programs = {0: ["tick", "close", "pending_count"], 2: ["put", "acquire_nowait", "ack", "reclaim_expired"]}
+    # no close: a close before the worker's put would make it refused, and the
+    # recorder then has no lease to ack (the worker's calls depend on the race)
+    programs = {0: ["tick", "pending_count", "tick"], 2: ["put", "acquire_nowait", "ack", "reclaim_expired"]}
     h = record(INPROCESS, seed=3, programs=programs)
     assert h.threads == 2 and len(h) == 7
-    assert [e.call for e in h.events if e.thread == 0] == ["tick", "close", "pending_count"]
+    assert [e.call for e in h.events if e.thread == 0] == ["tick", "pending_count", "tick"]
     assert [e.call for e in h.events if e.thread == 2] == ["put", "acquire_nowait", "ack", "reclaim_expired"]
     assert check(h).ok
     # a rich seed: the worker writes the data itself, concurrently with the controller
