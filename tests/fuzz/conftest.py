@@ -6,7 +6,9 @@ its pytest plugin collects for every test, with or without
 reuse and generate phases (passing, failing, invalid).  The count rides on
 the call report's ``user_properties``, which pytest-xdist sends from each
 worker to the controller, so ``pytest -n 2 tests/fuzz`` prints the section
-too.  A ``@given`` test whose statistics cannot be read is listed as
+too; the section itself is printed by ``tests/conftest.py``'s
+``pytest_terminal_summary`` (this folder's conftest is not loaded by xdist's
+controller when pytest runs from ``testpaths``).  A ``@given`` test whose statistics cannot be read is listed as
 ``unknown``, never silently dropped.
 """
 
@@ -38,24 +40,3 @@ def pytest_runtest_makereport(item, call):
     statistics = getattr(item, "hypothesis_statistics", None)
     count = examples_from(statistics) if statistics else None
     report.user_properties.append((_KEY, -1 if count is None else count))
-
-
-def pytest_terminal_summary(terminalreporter):
-    if hasattr(terminalreporter.config, "workerinput"):
-        return  # an xdist worker: the controller prints
-    rows = []
-    for reports in terminalreporter.stats.values():
-        for report in reports:
-            if getattr(report, "when", None) != "call":
-                continue
-            for key, value in getattr(report, "user_properties", ()):
-                if key == _KEY:
-                    rows.append((report.nodeid, value, report.outcome))
-    if not rows:
-        return
-    terminalreporter.section("fuzz examples (Hypothesis test cases per test)")
-    for nodeid, count, outcome in sorted(rows):
-        shown = "unknown" if count < 0 else f"{count:>6,}"
-        terminalreporter.write_line(f"{shown}  {nodeid}  [{outcome}]")
-    known = [count for _, count, _ in rows if count >= 0]
-    terminalreporter.write_line(f"{sum(known):>6,}  total over {len(rows)} fuzz tests")
