@@ -21,6 +21,7 @@ step.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 import sqlite3
@@ -131,6 +132,11 @@ class SqliteQueue:
         self._paused = False
         self._parked_bytes = 0  # estimated_bytes of the refs whose producers wait in put_blocks_until_below (D8)
         self._reclaimer: tuple[threading.Thread, threading.Event] | None = None
+        # Callbacks not yet called, in the order of the changes they report, and whether
+        # a thread is calling them: one thread at a time calls them, so a pause that
+        # commits after a resume is never reported before it, whichever thread runs first.
+        self._callbacks: collections.deque[tuple[Callable[[Any], None], Any]] = collections.deque()
+        self._calling = False
 
     # -- producers -----------------------------------------------------------------------
 
@@ -149,8 +155,8 @@ class SqliteQueue:
         try:
             while True:
                 with self._lock:
-                    admitted, events, seen = self._step_nowait(ref, parked)
-                self._fire(events)  # outside the lock; an exception reaches the caller
+                    admitted, seen = self._step_nowait(ref, parked)
+                self._call_back()  # outside the lock; an exception reaches the caller
                 if admitted:
                     return
                 if abort_when is not None and abort_when():
@@ -170,7 +176,7 @@ class SqliteQueue:
                     self._parked_bytes -= parked[0]
                     parked[0] = 0
 
-    def _step_nowait(self, ref: SampleRef, parked: list[int]) -> tuple[bool, list[tuple[Any, Any]], int]:
+    def _step_nowait(self, ref: SampleRef, parked: list[int]) -> tuple[bool, int]:
         self._validate_put("put_blocks_until_below", ref)  # a rejection parks nothing
         health = self._store.health()
         own = 0 if parked[0] else ref.estimated_bytes  # a step counts its own ref as parked
@@ -181,9 +187,10 @@ class SqliteQueue:
             paused = not effective <= self._low
         else:
             paused = effective >= self._high
-        events = []
         if paused != self._paused:
-            events.append((self._on_pause if paused else self._on_resume, health))
+            callback = self._on_pause if paused else self._on_resume
+            if callback is not None:
+                self._callbacks.append((callback, health))
             if not paused:
                 self._notify_room()  # a resume lets the other producers step
         self._paused = paused
@@ -192,7 +199,7 @@ class SqliteQueue:
             self._parked_bytes -= parked[0]
             parked[0] = 0
             self._put_nowait("put_blocks_until_below", ref)
-        return admitted, events, self._room_changes
+        return admitted, self._room_changes
 
     def _park_nowait(self, parked: list[int], nbytes: int) -> None:
         parked[0] = nbytes
@@ -434,11 +441,25 @@ class SqliteQueue:
         self._room_changes += 1
         self._room.notify_all()
 
-    @staticmethod
-    def _fire(events: list[tuple[Any, Any]]) -> None:
-        for callback, health in events:
-            if callback is not None:
+    def _call_back(self) -> None:
+        """Call the waiting callbacks in order, with no lock held, unless another
+        thread is calling them already (it calls this thread's too)."""
+        with self._lock:
+            if self._calling or not self._callbacks:
+                return
+            self._calling = True
+        try:
+            while True:
+                with self._lock:
+                    if not self._callbacks:
+                        self._calling = False
+                        return
+                    callback, health = self._callbacks.popleft()
                 callback(health)
+        except BaseException:
+            with self._lock:
+                self._calling = False
+            raise
 
 
 def make(store: Any, clock: Any, **config: Any) -> SqliteQueue:

@@ -26,7 +26,9 @@ could free a byte; the pause stands).
 Locking rule: ``self._lock`` guards every field; ``_*_nowait`` methods and
 the helpers above run with it held and are the only code that changes
 state.  Callbacks (``on_pause``/``on_resume``) run after the lock is
-released.
+released, one at a time and in the order of the changes they report: a step
+queues its callback with the lock held (``_announce``), and ``_fire`` calls
+the queued ones unless another thread is already calling them.
 """
 
 from __future__ import annotations
@@ -192,6 +194,8 @@ class BaseQueue:
         self._closed = False
         self._paused = False
         self._parked_bytes = 0  # estimated_bytes of the refs parked in blocking puts (D8)
+        self._callbacks: deque[tuple[Callable[[Any], None], Any]] = deque()  # not yet called, oldest first
+        self._calling = False  # a thread is calling the queued callbacks
 
     # -- rules a mutant may override (all run with the lock held) ------------------
 
@@ -299,8 +303,8 @@ class BaseQueue:
         parked = _Parked(getattr(ref, "estimated_bytes", 0))
         try:
             while True:
-                enqueued, events, seen = self._try_put_nowait(ref, parked)
-                self._fire(events)
+                enqueued, seen = self._try_put_nowait(ref, parked)
+                self._fire()
                 if enqueued:
                     return
                 if abort_when is not None and abort_when():
@@ -320,22 +324,20 @@ class BaseQueue:
             with self._lock:
                 self._unpark(parked)
 
-    def _try_put_nowait(
-        self, ref: SampleRef, parked: _Parked
-    ) -> tuple[bool, list[tuple[Callable[[Any], None] | None, Any]], int]:
-        """One step: whether the ref was enqueued, the callbacks to fire, and the
+    def _try_put_nowait(self, ref: SampleRef, parked: _Parked) -> tuple[bool, int]:
+        """One step (its callback queued): whether the ref was enqueued, and the
         count of room changes the step saw."""
         with self._lock:
             self._validate_put("put_blocks_until_below", ref)  # a rejection parks nothing
             health = self._store.health()
             own = 0 if parked.counted else parked.nbytes
             paused = self._next_paused(self._effective(health.resident_bytes, own))
-            events = self._transition(paused, health)
+            self._announce(self._transition(paused, health))
             admitted = self._admits(paused)
             if admitted:
                 self._unpark(parked)
                 self._put_nowait("put_blocks_until_below", ref)
-            return admitted, events, self._room_changes
+            return admitted, self._room_changes
 
     def _park(self, parked: _Parked) -> None:
         parked.counted = True
@@ -358,11 +360,33 @@ class BaseQueue:
         self._paused = paused
         return events
 
+    def _announce(self, events: list[tuple[Callable[[Any], None] | None, Any]]) -> None:
+        """Queue a step's callbacks (lock held, in the step that made the change)."""
+        self._callbacks.extend((callback, health) for callback, health in events if callback is not None)
+
+    def _fire(self) -> None:
+        """Call the queued callbacks, oldest first, with no lock held; return at
+        once if another thread is calling them (it calls these too)."""
+        with self._lock:
+            if self._calling:
+                return
+            self._calling = True
+        try:
+            while True:
+                with self._lock:
+                    if not self._callbacks:
+                        self._calling = False
+                        return
+                    callback, health = self._callbacks.popleft()
+                self._call(callback, health)
+        except BaseException:
+            with self._lock:
+                self._calling = False
+            raise
+
     @staticmethod
-    def _fire(events: list[tuple[Callable[[Any], None] | None, Any]]) -> None:
-        for callback, health in events:
-            if callback is not None:
-                callback(health)
+    def _call(callback: Callable[[Any], None], health: Any) -> None:
+        callback(health)
 
     # -- the consumer --------------------------------------------------------------
 

@@ -16,13 +16,11 @@ logger = logging.getLogger(__name__)
 
 class CallbackSwallowed(BaseQueue):
     @staticmethod
-    def _fire(events):
-        for callback, health in events:
-            if callback is not None:
-                try:
-                    callback(health)
-                except Exception:  # the bug: the caller never hears of it
-                    logger.debug("callback raised", exc_info=True)
+    def _call(callback, health):
+        try:
+            callback(health)
+        except Exception:  # the bug: the caller never hears of it
+            logger.debug("callback raised", exc_info=True)
 
 
 make = factory(CallbackSwallowed)

@@ -13,8 +13,9 @@ from conformance.mutants._base import BaseQueue, factory
 
 class CallbackUnderLock(BaseQueue):
     def _transition(self, paused, health):
-        events = super()._transition(paused, health)
-        self._fire(events)  # still inside _try_put_nowait's `with self._lock`
+        for callback, health_then in super()._transition(paused, health):
+            if callback is not None:
+                callback(health_then)  # still inside _try_put_nowait's `with self._lock`
         return []
 
 

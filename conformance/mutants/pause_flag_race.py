@@ -38,7 +38,8 @@ class PauseFlagRace(BaseQueue):
             if admitted:
                 self._unpark(parked)
                 self._put_nowait("put_blocks_until_below", ref)
-            return admitted, events, self._room_changes
+            self._announce(events)
+            return admitted, self._room_changes
 
 
 make = factory(PauseFlagRace)

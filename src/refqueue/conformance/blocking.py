@@ -36,6 +36,15 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     ``pending_count()``, ``outstanding_count()``, ``is_paused`` and
     ``store.health()``; it must finish (a join with a timeout of
     ``stall`` seconds): a callback run under a queue or store lock stalls it.
+``callbacks-in-order``
+    ``on_resume`` is held open (it waits for the kit) while a second
+    producer's one-step put pauses the queue again: ``on_pause`` must not be
+    called until ``on_resume`` has returned (callbacks are called one at a
+    time, in the order of the changes they report), and it must be called
+    then: the calls are ``pause, resume, pause``.  The second producer may
+    return before its ``on_pause`` is called (the thread inside
+    ``on_resume`` calls it next) or wait for it; the kit waits up to
+    ``GIVE_UP`` bounds for it to do either.
 ``callback-errors-propagate``
     an exception raised by ``on_pause`` (``on_resume``) reaches the caller of
     the ``put_blocks_until_below`` that delivered it, and the transition it
@@ -89,6 +98,7 @@ CHECKS = (
     "put-woken-by-close",
     "put-abort-when",
     "callbacks-outside-locks",
+    "callbacks-in-order",
     "callback-errors-propagate",
     "reclaimer-reclaims",
     "reclaimer-stops",
@@ -108,6 +118,7 @@ _REQUIRES = {
     "put-abort-when": ("abort_when",),
     # both drive the pause and the resume with one-step puts (abort_when=lambda: True)
     "callbacks-outside-locks": ("abort_when",),
+    "callbacks-in-order": ("abort_when",),
     "callback-errors-propagate": ("abort_when",),
     "reclaimer-reclaims": ("reclaimer", "injected_clock"),
     "reclaimer-stops": ("reclaimer", "injected_clock"),
@@ -545,6 +556,71 @@ def _callbacks_outside_locks(attempt: _Attempt) -> None:
     return None
 
 
+def _callbacks_in_order(attempt: _Attempt) -> None:
+    qq = attempt.queue(watermarks=True, visibility=_VISIBILITY)
+    big = qq.store_put("big", 2)
+    qq.ask("put('big')", lambda: qq.q.put(big))
+    lease = qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound))
+    small = qq.store_put("small", 1)
+    _one_step(qq, small, "aborted")  # pauses: on_pause
+    qq.ask("ack(lease of 'big')", lambda: qq.q.ack(lease))
+
+    inside = threading.Event()  # on_resume has been entered
+    release = threading.Event()  # the kit lets on_resume return
+    overlapped: list[list[str]] = []  # the calls so far, when on_pause came in while on_resume ran
+
+    def hold(health: Any) -> None:
+        inside.set()
+        release.wait(qq.give_up)
+
+    def pause_seen(health: Any) -> None:
+        if inside.is_set() and not release.is_set():
+            overlapped.append(list(qq.events))
+
+    qq.resume_hook, qq.pause_hook = hold, pause_seen
+    resumer = qq.start(
+        "put_blocks_until_below('small', abort_when=lambda: True)",
+        lambda: qq.q.put_blocks_until_below(small, abort_when=lambda: True),
+    )
+    if not inside.wait(qq.give_up):
+        raise _Failed(
+            f"{resumer.what} after the ack that brought residency to 0 did not call on_resume within {qq.give_up} s "
+            f"(calls: {qq.events}; {qq.observed()}); it resumes the paused queue"
+        )
+    # 'small' is pending (work); 'filler' (2b, never put) and 'third' (b) make the
+    # effective residency of third's step 4b - b = 3b >= high: it pauses again.
+    qq.store_put("filler", 2)
+    third = qq.store_put("third", 1)
+    pauser = qq.start(
+        "put_blocks_until_below('third', abort_when=lambda: True)",
+        lambda: qq.q.put_blocks_until_below(third, abort_when=lambda: True),
+    )
+    # It returns (its on_pause left to the thread inside on_resume), calls on_pause
+    # (the failure), or waits for on_resume to return: a bounded wait for either.
+    pauser.done.wait(qq.give_up)
+    release.set()
+    for call in (resumer, pauser):
+        if not call.done.wait(qq.give_up):
+            raise _Failed(f"{call.what} hung: it did not return within {qq.give_up} s of on_resume returning ({qq.observed()})")
+    if overlapped:
+        raise _Failed(
+            f"on_pause was called while on_resume was still running in another thread (calls then: {overlapped[0]}); "
+            f"docs/API.md: callbacks are called one at a time, in the order of the changes they report, so a "
+            f"handler that tracks the pause state never ends on the wrong one"
+        )
+    _raised(resumer)
+    if pauser.error is None or rejection_kind(pauser.error) != "aborted":
+        got = f"raised {type(pauser.error).__name__}: {pauser.error}" if pauser.error else "returned normally"
+        raise _Failed(f"{pauser.what} {got}; with 'small' pending and the store at 4b it pauses: PutAborted")
+    if qq.events != ["pause", "resume", "pause"]:
+        raise _Failed(
+            f"the queue paused, resumed and paused again, and on_pause/on_resume were called {qq.events}, not "
+            f"['pause', 'resume', 'pause']: each change is reported exactly once, in order, by the time the "
+            f"calls that made them have returned"
+        )
+    return None
+
+
 def _one_step(qq: _Queue, ref: Any, kind: str | None) -> BaseException | None:
     """``put_blocks_until_below(ref, abort_when=lambda: True)``: one step; it must
     raise an error of ``kind`` (None: return).  Returns what it raised, if anything."""
@@ -668,6 +744,8 @@ _WHAT = {
     "it is true; its ref is not enqueued",
     "callbacks-outside-locks": "inside on_pause and on_resume another thread's pending_count(), outstanding_count(), "
     "is_paused and store.health() return: no lock is held",
+    "callbacks-in-order": "with on_resume held open, another producer's pause does not call on_pause until on_resume "
+    "returned; the calls are pause, resume, pause",
     "callback-errors-propagate": "an exception of on_pause/on_resume reaches the caller of put_blocks_until_below; the "
     "transition committed",
     "reclaimer-reclaims": f"start_reclaimer({RECLAIMER_INTERVAL}) reclaims an expired lease within {RECLAIM_WITHIN} "
@@ -685,6 +763,7 @@ _RUNNERS: dict[str, Callable[[_Attempt], float | None]] = {
     "put-woken-by-close": _put_woken_by_close,
     "put-abort-when": _abort_when,
     "callbacks-outside-locks": _callbacks_outside_locks,
+    "callbacks-in-order": _callbacks_in_order,
     "callback-errors-propagate": _callback_errors_propagate,
     "reclaimer-reclaims": _reclaimer_reclaims,
     "reclaimer-stops": _reclaimer_stops,
