@@ -552,7 +552,15 @@ def _dead_tie_ranges(before: State, after: State) -> tuple[tuple[int, int], ...]
 
 
 def _quiet(e: Event) -> bool:
-    """Whether ``e``'s answer says it changed nothing (if the model agrees)."""
+    """Whether ``e``'s answer says it changed nothing wherever the model agrees
+    with it, so that placing it early loses no order.
+
+    A blocking put's step that raised ``PutAborted`` is not quiet: it changes
+    nothing where the queue was already paused, but placed where it was not,
+    the same answer comes with a pause (and an ``on_pause`` to deliver).
+    Taking it at once at a paused node would leave that callback to nobody."""
+    if e.call == "put_blocks" and e.raised == "aborted":
+        return False
     if e.did_raise or e.call in _READS:
         return True
     if e.call in _LEASE_CALLS:
