@@ -104,6 +104,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from refqueue._callbacks import OrderedCallbacks
 from refqueue._checks import (
     check_count,
     check_optional_callable,
@@ -316,8 +317,7 @@ class SampleRefQueue:
         self._dead_dropped = 0
         self._completed: deque[str] = deque()  # the last dedup_window completed ids, oldest first
         self._completed_ids: set[str] = set()  # the same ids, for O(1) lookup
-        self._events: deque[tuple[Callable[[StoreHealth], Any], StoreHealth]] = deque()
-        self._delivering = False  # a thread is delivering _events
+        self._callbacks_due = OrderedCallbacks()  # on_pause/on_resume, in the order of the changes
         # The event log (issue 13, refqueue.events) or None; every hook is one
         # `if self._event_log is not None` test, and emits with _lock held.
         self._event_log = event_log
@@ -393,7 +393,7 @@ class SampleRefQueue:
             while True:
                 with self._lock:
                     health, effective, generation = self._try_put_nowait(ref, parking)
-                self._deliver_events()
+                self._callbacks_due.deliver()
                 if health is None:
                     return
                 if abort_when is not None and abort_when():
@@ -911,9 +911,7 @@ class SampleRefQueue:
     def _transition(self, event: str, health: StoreHealth) -> None:
         if self._event_log is not None:
             self._emit({"ev": event, "resident_bytes": health.resident_bytes})
-        callback = self._callbacks[event]
-        if callback is not None:
-            self._events.append((callback, health))
+        self._callbacks_due.add(self._callbacks[event], health)
 
     def _acquire_nowait(self) -> Lease | None:
         """Model ``acquire``: the head of pending becomes leased.
@@ -1018,28 +1016,6 @@ class SampleRefQueue:
     def _notify_if_drained(self) -> None:
         if self._closed and not self._pending and self._outstanding == 0 and self._acquirers_waiting:
             self._ready.notify_all()
-
-    # -- callbacks, delivered with no lock held --------------------------------------
-
-    def _deliver_events(self) -> None:
-        """Call the queued ``on_pause``/``on_resume`` callbacks in order, unless
-        another thread (or an outer frame of this one) is already doing it."""
-        with self._lock:
-            if self._delivering or not self._events:
-                return
-            self._delivering = True
-        try:
-            while True:
-                with self._lock:
-                    if not self._events:
-                        self._delivering = False
-                        return
-                    callback, health = self._events.popleft()
-                callback(health)
-        except BaseException:
-            with self._lock:
-                self._delivering = False
-            raise
 
     # -- events (issue 13): with self._lock held, only when _event_log is set ---------
 

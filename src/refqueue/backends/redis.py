@@ -51,7 +51,6 @@ Design notes
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import hashlib
 import json
@@ -69,6 +68,7 @@ import redis as redis_py
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from refqueue._callbacks import OrderedCallbacks
 from refqueue._checks import (
     check_count,
     check_optional_callable,
@@ -263,12 +263,9 @@ class RedisSampleRefQueue:
         self._high_text = "" if high is None else str(high)
         self._low_text = "" if low is None else str(low)
         self._callbacks = {"pause": on_pause, "resume": on_resume}
-        # This client's callbacks not yet called, oldest first, queued under _store_lock
-        # by the step that made the change; one thread at a time calls them (_calling),
-        # so they are called in the order of this client's changes.
-        self._callback_queue: collections.deque[tuple[Callable[[Any], None], StoreHealth]] = collections.deque()
-        self._calling = False
-        self._callback_lock = threading.Lock()  # guards the two fields above
+        # This client's on_pause/on_resume, queued under _store_lock by the step that
+        # made the change, so they are called in the order of this client's changes.
+        self._callbacks_due = OrderedCallbacks()
         self._max_deliveries = max_deliveries
         self._dedup_window = dedup_window
         self._dead_limit = dead_letter_limit
@@ -444,16 +441,14 @@ class RedisSampleRefQueue:
                             "try_put", ref.sample_id, ref_json, health.resident_bytes, nbytes,
                             "1" if parked else "0", self._high_text, self._low_text, token,
                         )
-                    callback = self._callbacks[event] if event else None
-                    if callback is not None:
-                        with self._callback_lock:
-                            self._callback_queue.append((callback, health))
+                    if event:
+                        self._callbacks_due.add(self._callbacks[event], health)
                 if outcome not in ("ok", "wait"):
                     parked = False  # the script unparked it
                     self._raise_put_rejection("put_blocks_until_below", ref.sample_id, outcome)
                 if outcome == "ok":
                     parked = False
-                self._call_back()
+                self._callbacks_due.deliver()
                 if outcome == "ok":
                     return
                 if abort_when is not None and abort_when():
@@ -471,27 +466,6 @@ class RedisSampleRefQueue:
             if registered or parked:
                 with self._step_lock, self._connection("put_blocks_until_below"):
                     self._run("unpark", token)
-
-    def _call_back(self) -> None:
-        """Call this client's queued callbacks, oldest first, with no lock held;
-        return at once if another thread is calling them (it calls these too).
-        An exception propagates to the caller, the rest stay queued."""
-        with self._callback_lock:
-            if self._calling or not self._callback_queue:
-                return
-            self._calling = True
-        try:
-            while True:
-                with self._callback_lock:
-                    if not self._callback_queue:
-                        self._calling = False
-                        return
-                    callback, health = self._callback_queue.popleft()
-                callback(health)
-        except BaseException:
-            with self._callback_lock:
-                self._calling = False
-            raise
 
     def _wait_for_room(self, token: str, nbytes: int, park_now: bool, room: str, poll_interval: float) -> None:
         """Register as a waiting producer (parking the ref on the first wait),
