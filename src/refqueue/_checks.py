@@ -16,9 +16,15 @@ from __future__ import annotations
 
 import math
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from refqueue._leases import VisibilityTimeout
 
 __all__ = [
+    "DEFAULT_DEAD_LETTER_LIMIT",
     "MAX_SECONDS",
+    "check_queue_arguments",
     "check_seconds",
     "check_poll_interval",
     "check_count",
@@ -30,6 +36,9 @@ __all__ = [
 
 # The longest duration any call takes: the longest wait threading accepts.
 MAX_SECONDS: float = threading.TIMEOUT_MAX
+
+# DeadLetters a queue keeps by default (dead_letter_limit): the newest ten thousand.
+DEFAULT_DEAD_LETTER_LIMIT = 10_000
 
 
 # How much of a rejected value's repr a message shows.
@@ -125,3 +134,57 @@ def check_optional_count(what: str, value: object, minimum: int, fix: str) -> in
 def check_optional_callable(what: str, value: object, fix: str) -> None:
     if value is not None and not callable(value):
         raise TypeError(f"{what} must be callable or None, got {describe(value)}; {fix}")
+
+
+def check_queue_arguments(
+    owner: str,
+    store: object,
+    visibility_timeout: object,
+    high_watermark_bytes: object,
+    low_watermark_bytes: object,
+    on_pause: object,
+    on_resume: object,
+    max_deliveries: object,
+    dedup_window: object,
+    dead_letter_limit: object,
+    *,
+    store_hint: str = "",
+) -> tuple[VisibilityTimeout, int | None, int | None]:
+    """The checks every queue constructor makes of the arguments all queues
+    share, in this order, each error naming ``owner(argument)`` (e.g.
+    ``SampleRefQueue(max_deliveries)``); ``store_hint`` is added to the
+    store's fix.  Changes nothing.
+
+    Returns the normalised values: the visibility timeout (the default
+    ``VisibilityTimeout()`` for None) and the queue's watermark overrides.
+    """
+    # Imported here: refqueue.store and refqueue._leases import this module.
+    from refqueue._leases import VisibilityTimeout
+    from refqueue.store import FeatureStore
+
+    if not isinstance(store, FeatureStore):
+        raise TypeError(
+            f"{owner}(store) needs a refqueue.store.FeatureStore, got {describe(store)}; "
+            f"pass the store the producers put into{store_hint}"
+        )
+    if visibility_timeout is None:
+        visibility_timeout = VisibilityTimeout()
+    elif not isinstance(visibility_timeout, VisibilityTimeout):
+        raise TypeError(
+            f"{owner}(visibility_timeout) must be a VisibilityTimeout or None, got "
+            f"{describe(visibility_timeout)}; wrap the seconds: VisibilityTimeout(seconds)"
+        )
+    fix = "pass a byte count, or None to use the store's"
+    high_override = check_optional_count(f"{owner}(high_watermark_bytes)", high_watermark_bytes, 0, fix)
+    low_override = check_optional_count(f"{owner}(low_watermark_bytes)", low_watermark_bytes, 0, fix)
+    check_optional_callable(f"{owner}(on_pause)", on_pause, "pass a function taking a StoreHealth")
+    check_optional_callable(f"{owner}(on_resume)", on_resume, "pass a function taking a StoreHealth")
+    check_optional_count(f"{owner}(max_deliveries)", max_deliveries, 1, "pass None for no limit or a count >= 1")
+    check_count(f"{owner}(dedup_window)", dedup_window, 0, "pass 0 to turn deduplication off")
+    check_count(
+        f"{owner}(dead_letter_limit)",
+        dead_letter_limit,
+        0,
+        f"pass how many dead letters to keep (the oldest are dropped first), e.g. {DEFAULT_DEAD_LETTER_LIMIT}",
+    )
+    return visibility_timeout, high_override, low_override

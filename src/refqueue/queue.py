@@ -105,11 +105,12 @@ from collections.abc import Callable
 from typing import Any
 
 from refqueue._callbacks import OrderedCallbacks
-from refqueue._checks import (
-    check_count,
+from refqueue._checks import (  # noqa: F401  (DEFAULT_DEAD_LETTER_LIMIT: refqueue.queue's public name)
+    DEFAULT_DEAD_LETTER_LIMIT,
     check_optional_callable,
     check_optional_count,
     check_poll_interval,
+    check_queue_arguments,
     check_seconds,
     describe,
 )
@@ -142,8 +143,6 @@ _NOT_LEASED = None
 _monotonic = time.monotonic
 _INF = float("inf")
 _MAX_SECONDS = threading.TIMEOUT_MAX
-# DeadLetters kept by default (dead_letter_limit): the newest ten thousand.
-DEFAULT_DEAD_LETTER_LIMIT = 10_000
 
 
 class _Sample:
@@ -220,32 +219,9 @@ class SampleRefQueue:
         dead_letter_limit: int = DEFAULT_DEAD_LETTER_LIMIT,
         events: EventLog | None = None,
     ) -> None:
-        if not isinstance(store, FeatureStore):
-            raise TypeError(
-                f"SampleRefQueue(store) needs a refqueue.store.FeatureStore, got {describe(store)}; "
-                f"pass the store the producers put into"
-            )
-        if visibility_timeout is None:
-            visibility_timeout = VisibilityTimeout()
-        elif not isinstance(visibility_timeout, VisibilityTimeout):
-            raise TypeError(
-                f"SampleRefQueue(visibility_timeout) must be a VisibilityTimeout or None, got "
-                f"{describe(visibility_timeout)}; wrap the seconds: VisibilityTimeout(seconds)"
-            )
-        fix = "pass a byte count, or None to use the store's"
-        high_override = check_optional_count("SampleRefQueue(high_watermark_bytes)", high_watermark_bytes, 0, fix)
-        low_override = check_optional_count("SampleRefQueue(low_watermark_bytes)", low_watermark_bytes, 0, fix)
-        check_optional_callable("SampleRefQueue(on_pause)", on_pause, "pass a function taking a StoreHealth")
-        check_optional_callable("SampleRefQueue(on_resume)", on_resume, "pass a function taking a StoreHealth")
-        check_optional_count(
-            "SampleRefQueue(max_deliveries)", max_deliveries, 1, "pass None for no limit or a count >= 1"
-        )
-        check_count("SampleRefQueue(dedup_window)", dedup_window, 0, "pass 0 to turn deduplication off")
-        check_count(
-            "SampleRefQueue(dead_letter_limit)",
-            dead_letter_limit,
-            0,
-            f"pass how many dead letters to keep (the oldest are dropped first), e.g. {DEFAULT_DEAD_LETTER_LIMIT}",
+        visibility_timeout, high_override, low_override = check_queue_arguments(
+            "SampleRefQueue", store, visibility_timeout, high_watermark_bytes, low_watermark_bytes,
+            on_pause, on_resume, max_deliveries, dedup_window, dead_letter_limit,
         )
         if clock is None:
             clock = MonotonicClock()

@@ -70,10 +70,10 @@ from redis.retry import Retry
 
 from refqueue._callbacks import OrderedCallbacks
 from refqueue._checks import (
-    check_count,
+    DEFAULT_DEAD_LETTER_LIMIT,
     check_optional_callable,
-    check_optional_count,
     check_poll_interval,
+    check_queue_arguments,
     check_seconds,
     describe,
 )
@@ -81,7 +81,7 @@ from refqueue._leases import MAX_DELIVERIES_REASON, DeadLetter, Lease, Visibilit
 from refqueue._reclaimer import Reclaimer
 from refqueue.backends._redis_scripts import KEYS, PRELUDE, SCRIPTS
 from refqueue.errors import DuplicateSample, ForeignLease, PutAborted, QueueClosed, RefQueueError, ReplayedSample
-from refqueue.queue import DEFAULT_DEAD_LETTER_LIMIT, _effective_watermarks
+from refqueue.queue import _effective_watermarks
 from refqueue.refs import SampleRef
 from refqueue.store import FeatureStore, StoreHealth
 
@@ -191,32 +191,10 @@ class RedisSampleRefQueue:
         clock: Any = None,
         dead_letter_limit: int = DEFAULT_DEAD_LETTER_LIMIT,
     ) -> None:
-        if not isinstance(store, FeatureStore):
-            raise TypeError(
-                f"RedisSampleRefQueue(store) needs a refqueue.store.FeatureStore, got {describe(store)}; "
-                f"pass the store the producers put into (SharedDirFeatureStore across machines)"
-            )
-        if visibility_timeout is None:
-            visibility_timeout = VisibilityTimeout()
-        elif not isinstance(visibility_timeout, VisibilityTimeout):
-            raise TypeError(
-                f"RedisSampleRefQueue(visibility_timeout) must be a VisibilityTimeout or None, got "
-                f"{describe(visibility_timeout)}; wrap the seconds: VisibilityTimeout(seconds)"
-            )
-        fix = "pass a byte count, or None to use the store's"
-        high_override = check_optional_count("RedisSampleRefQueue(high_watermark_bytes)", high_watermark_bytes, 0, fix)
-        low_override = check_optional_count("RedisSampleRefQueue(low_watermark_bytes)", low_watermark_bytes, 0, fix)
-        check_optional_callable("RedisSampleRefQueue(on_pause)", on_pause, "pass a function taking a StoreHealth")
-        check_optional_callable("RedisSampleRefQueue(on_resume)", on_resume, "pass a function taking a StoreHealth")
-        check_optional_count(
-            "RedisSampleRefQueue(max_deliveries)", max_deliveries, 1, "pass None for no limit or a count >= 1"
-        )
-        check_count("RedisSampleRefQueue(dedup_window)", dedup_window, 0, "pass 0 to turn deduplication off")
-        check_count(
-            "RedisSampleRefQueue(dead_letter_limit)",
-            dead_letter_limit,
-            0,
-            f"pass how many dead letters to keep (the oldest are dropped first), e.g. {DEFAULT_DEAD_LETTER_LIMIT}",
+        visibility_timeout, high_override, low_override = check_queue_arguments(
+            "RedisSampleRefQueue", store, visibility_timeout, high_watermark_bytes, low_watermark_bytes,
+            on_pause, on_resume, max_deliveries, dedup_window, dead_letter_limit,
+            store_hint=" (SharedDirFeatureStore across machines)",
         )
         if clock is not None and not callable(getattr(clock, "now", None)):
             raise TypeError(
