@@ -42,6 +42,26 @@ class StoreHealth:
     high_watermark_hit: bool
     low_watermark_hit: bool
 
+    @classmethod
+    def of_counters(
+        cls,
+        resident_bytes: int,
+        sample_count: int,
+        *,
+        capacity_bytes: int | None,
+        high_watermark_bytes: int | None,
+        low_watermark_bytes: int | None,
+    ) -> StoreHealth:
+        """The health of a store holding ``resident_bytes`` in ``sample_count``
+        samples, its flags computed against its watermarks (None: none)."""
+        return cls(
+            resident_bytes=resident_bytes,
+            capacity_bytes=capacity_bytes,
+            sample_count=sample_count,
+            high_watermark_hit=high_watermark_bytes is not None and resident_bytes >= high_watermark_bytes,
+            low_watermark_hit=low_watermark_bytes is not None and resident_bytes <= low_watermark_bytes,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class StoreHandle:

@@ -42,10 +42,11 @@ from typing import Any, NamedTuple
 import torch
 
 from refqueue.events import EventLog, check_event_log
-from refqueue.errors import DuplicateSample, ForeignRef, RefMismatch, SampleMissing, StoreClosed, StoreFull
-from refqueue.refs import FeatureAlgorithm, FeatureSpec, SampleRef
+from refqueue.errors import DuplicateSample, RefMismatch, SampleMissing, StoreClosed
+from refqueue.refs import FeatureAlgorithm, SampleRef
 from refqueue.store import FeatureStore, StoreHandle, StoreHealth
 from refqueue.stores import _tensors
+from refqueue.stores._common import check_handle, check_ref, check_room, duplicate_sample, new_ref
 from refqueue.stores._tensors import check_features, first_mismatch, resolve_device
 
 __all__ = ["LocalFeatureStore", "DEFAULT_MAX_SAMPLES", "DEFAULT_MAX_BYTES"]
@@ -241,22 +242,13 @@ class LocalFeatureStore(FeatureStore):
                 f"LocalFeatureStore.put: sample_id must be a non-empty str, got {sample_id!r}; "
                 f"pass the producer's id for this sample"
             )
-        pairs = check_features(f"LocalFeatureStore.put({sample_id!r})", tensors)
-        specs = {name: FeatureSpec.of(t) for name, t in pairs}
-        ref = SampleRef(
-            sample_id=sample_id,
-            run_id=run_id,
-            store_uri=self._uri,
-            feature_keys={name: f"{sample_id}/{name}" for name in specs},
-            feature_specs=specs,
-            algorithm=algorithm,
-            schema_version=schema_version,
-            num_tokens=num_tokens,
-            estimated_bytes=sum(spec.nbytes for spec in specs.values()),
-            target_model_version=target_model_version,
-            draft_weight_version=draft_weight_version,
+        call = f"LocalFeatureStore.put({sample_id!r})"
+        fields = dict(
+            run_id=run_id, algorithm=algorithm, schema_version=schema_version, num_tokens=num_tokens,
+            target_model_version=target_model_version, draft_weight_version=draft_weight_version,
         )
-        self._store(f"LocalFeatureStore.put({sample_id!r})", ref, pairs)
+        ref, pairs = new_ref(call, self._uri, sample_id, tensors, fields)
+        self._store(call, ref, pairs)
         return ref
 
     def put_ref(self, ref: SampleRef, tensors: Mapping[str, Any]) -> SampleRef:
@@ -324,16 +316,7 @@ class LocalFeatureStore(FeatureStore):
         ``KeyError``) for another store's handle.
         """
         self._check_open("release")
-        if not isinstance(handle, StoreHandle):
-            raise TypeError(
-                f"LocalFeatureStore.release needs the StoreHandle that get() returned, "
-                f"got {type(handle).__name__}"
-            )
-        if handle.store_uri != self._uri:
-            raise ForeignRef(
-                f"LocalFeatureStore.release got a handle of store {handle.store_uri!r}, but this "
-                f"store is {self._uri!r}; release it on the store that gave it out"
-            )
+        check_handle("LocalFeatureStore", handle, self._uri)
         with self._lock:
             self._release_locked(handle)
 
@@ -363,12 +346,9 @@ class LocalFeatureStore(FeatureStore):
         the seed does) instead of raising, so a dashboard polling it keeps
         working; every other call on a closed store raises ``StoreClosed``."""
         resident, count = self._counters
-        return StoreHealth(
-            resident_bytes=resident,
-            capacity_bytes=self._max_bytes,
-            sample_count=count,
-            high_watermark_hit=self._high is not None and resident >= self._high,
-            low_watermark_hit=self._low is not None and resident <= self._low,
+        return StoreHealth.of_counters(
+            resident, count, capacity_bytes=self._max_bytes, high_watermark_bytes=self._high,
+            low_watermark_bytes=self._low,
         )
 
     def close(self) -> None:
@@ -402,16 +382,7 @@ class LocalFeatureStore(FeatureStore):
         return f"LocalFeatureStore {self._uri!r} is closed; {call} needs an open store, make a new LocalFeatureStore"
 
     def _check_ref(self, call: str, ref: object) -> None:
-        if not isinstance(ref, SampleRef):
-            raise TypeError(
-                f"LocalFeatureStore.{call} needs a SampleRef, got {type(ref).__name__}; "
-                f"pass the ref that put() returned (or lease.ref)"
-            )
-        if ref.store_uri != self._uri:
-            raise ForeignRef(
-                f"LocalFeatureStore.{call}: ref {ref.sample_id!r} names store {ref.store_uri!r}, but "
-                f"this store is {self._uri!r}; use the store the ref names"
-            )
+        check_ref("LocalFeatureStore", call, ref, self._uri)
 
     # -- state changes: each runs with self._lock held ---------------------------
 
@@ -420,10 +391,7 @@ class LocalFeatureStore(FeatureStore):
             raise StoreClosed(self._closed_message(call))
         sample_id = ref.sample_id
         if sample_id in self._samples:
-            raise DuplicateSample(
-                f"{call}: data for {sample_id!r} is already present in {self._uri!r}; a sample id "
-                f"is written once per incarnation (ack or dead-letter it before putting it again)"
-            )
+            raise duplicate_sample(call, sample_id, self._uri)
         if sample_id in self._reserved:
             raise DuplicateSample(
                 f"{call}: another put of {sample_id!r} into {self._uri!r} is in progress; a sample "
@@ -431,18 +399,8 @@ class LocalFeatureStore(FeatureStore):
             )
         resident, count = self._counters
         nbytes = ref.estimated_bytes
-        if self._max_bytes is not None and resident + self._reserved_bytes + nbytes > self._max_bytes:
-            raise StoreFull(
-                f"{call} of {nbytes} bytes would exceed the byte cap: the store would hold "
-                f"{resident + self._reserved_bytes + nbytes} bytes, over max_bytes={self._max_bytes}; "
-                f"ack samples to free room or raise max_bytes"
-            )
-        if self._max_samples is not None and count + len(self._reserved) + 1 > self._max_samples:
-            raise StoreFull(
-                f"{call} would exceed the sample-count cap: the store would hold "
-                f"{count + len(self._reserved) + 1} samples, over max_samples={self._max_samples}; "
-                f"ack samples to free room or raise max_samples"
-            )
+        held_bytes, held_samples = resident + self._reserved_bytes, count + len(self._reserved)
+        check_room(call, nbytes, held_bytes, held_samples, self._max_bytes, self._max_samples)
         self._reserved[sample_id] = nbytes
         self._reserved_bytes += nbytes
 

@@ -59,10 +59,11 @@ from typing import Any
 import torch
 from safetensors.torch import save_file
 
-from refqueue.errors import DuplicateSample, ForeignRef, RefMismatch, SampleMissing, StoreClosed, StoreFull
-from refqueue.refs import FeatureAlgorithm, FeatureSpec, SampleRef
+from refqueue.errors import RefMismatch, SampleMissing, StoreClosed
+from refqueue.refs import FeatureAlgorithm, SampleRef
 from refqueue.store import FeatureStore, StoreHandle, StoreHealth
-from refqueue.stores._tensors import check_features, first_mismatch, resolve_device
+from refqueue.stores._common import check_handle, check_ref, check_room, duplicate_sample, new_ref
+from refqueue.stores._tensors import first_mismatch, resolve_device
 
 __all__ = ["SharedDirFeatureStore", "Staged"]
 
@@ -236,17 +237,13 @@ class SharedDirFeatureStore(FeatureStore):
         self._check_open("put")
         call = f"SharedDirFeatureStore.put({sample_id!r})"
         check_sample_id(call, sample_id)
-        pairs = check_features(call, tensors)
-        specs = {name: FeatureSpec.of(t) for name, t in pairs}
-        ref = SampleRef(
-            sample_id=sample_id, run_id=run_id, store_uri=self._uri,
-            feature_keys={name: f"{sample_id}/{name}" for name in specs}, feature_specs=specs,
-            algorithm=algorithm, schema_version=schema_version, num_tokens=num_tokens,
-            estimated_bytes=sum(spec.nbytes for spec in specs.values()),
+        fields = dict(
+            run_id=run_id, algorithm=algorithm, schema_version=schema_version, num_tokens=num_tokens,
             target_model_version=target_model_version, draft_weight_version=draft_weight_version,
         )
+        ref, pairs = new_ref(call, self._uri, sample_id, tensors, fields)
         if self._final(sample_id).exists():
-            raise self._duplicate(call, sample_id)
+            raise duplicate_sample(call, sample_id, self._uri)
         path = self._tmp / f"{self._host}.{os.getpid()}.{uuid.uuid4().hex[:12]}.{sample_id}{_PART}"
         try:
             save_file({name: _cpu_contiguous(t) for name, t in pairs}, str(path), metadata={"ref": ref.to_json()})
@@ -270,20 +267,11 @@ class SharedDirFeatureStore(FeatureStore):
             with self._locked():
                 resident, count = self._read_counters()
                 nbytes = ref.estimated_bytes
-                if self._max_bytes is not None and resident + nbytes > self._max_bytes:
-                    raise StoreFull(
-                        f"{call} of {nbytes} bytes would exceed the byte cap: the store would hold "
-                        f"{resident + nbytes} bytes, over max_bytes={self._max_bytes}; ack samples to free room"
-                    )
-                if self._max_samples is not None and count + 1 > self._max_samples:
-                    raise StoreFull(
-                        f"{call} would exceed the sample-count cap: {count + 1} samples, over "
-                        f"max_samples={self._max_samples}; ack samples to free room"
-                    )
+                check_room(call, nbytes, resident, count, self._max_bytes, self._max_samples)
                 try:
                     os.link(part, self._final(ref.sample_id))  # never replaces: fails if present
                 except FileExistsError:
-                    raise self._duplicate(call, ref.sample_id) from None
+                    raise duplicate_sample(call, ref.sample_id, self._uri) from None
                 self._write_counters(resident + nbytes, count + 1)
             if self._fsync:
                 _fsync_dir(self._samples)
@@ -322,13 +310,7 @@ class SharedDirFeatureStore(FeatureStore):
     def release(self, handle: StoreHandle) -> None:
         """End the holder's use (idempotent; never scrubs)."""
         self._check_open("release")
-        if not isinstance(handle, StoreHandle):
-            raise TypeError(f"SharedDirFeatureStore.release needs a StoreHandle, got {type(handle).__name__}")
-        if handle.store_uri != self._uri:
-            raise ForeignRef(
-                f"SharedDirFeatureStore.release got a handle of store {handle.store_uri!r}, but this store is "
-                f"{self._uri!r}; release it on the store that gave it out"
-            )
+        check_handle("SharedDirFeatureStore", handle, self._uri)
         with self._lock:
             self._handles.pop(handle.handle_id, None)
 
@@ -353,15 +335,10 @@ class SharedDirFeatureStore(FeatureStore):
 
     def health(self) -> StoreHealth:
         """Occupancy from the shared counters: one small file read, no lock, no scan."""
-        if self._closed:
-            return StoreHealth(0, self._max_bytes, 0, False, self._low is not None)
-        resident, count = self._read_counters()
-        return StoreHealth(
-            resident_bytes=resident,
-            capacity_bytes=self._max_bytes,
-            sample_count=count,
-            high_watermark_hit=self._high is not None and resident >= self._high,
-            low_watermark_hit=self._low is not None and resident <= self._low,
+        resident, count = (0, 0) if self._closed else self._read_counters()
+        return StoreHealth.of_counters(
+            resident, count, capacity_bytes=self._max_bytes, high_watermark_bytes=self._high,
+            low_watermark_bytes=self._low,
         )
 
     def gc(self, *, orphan_age: float = 3600.0) -> int:
@@ -409,12 +386,6 @@ class SharedDirFeatureStore(FeatureStore):
     def _final(self, sample_id: str) -> Path:
         return self._samples / f"{sample_id}{_SUFFIX}"
 
-    def _duplicate(self, call: str, sample_id: str) -> DuplicateSample:
-        return DuplicateSample(
-            f"{call}: data for {sample_id!r} is already present in {self._uri!r}; a sample id is written "
-            f"once per incarnation (ack or dead-letter it before putting it again)"
-        )
-
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         with self._lock:
@@ -442,13 +413,7 @@ class SharedDirFeatureStore(FeatureStore):
             )
 
     def _check_ref(self, call: str, ref: object) -> None:
-        if not isinstance(ref, SampleRef):
-            raise TypeError(f"SharedDirFeatureStore.{call} needs a SampleRef, got {type(ref).__name__}")
-        if ref.store_uri != self._uri:
-            raise ForeignRef(
-                f"SharedDirFeatureStore.{call}: ref {ref.sample_id!r} names store {ref.store_uri!r}, but this "
-                f"store is {self._uri!r}; use the store the ref names"
-            )
+        check_ref("SharedDirFeatureStore", call, ref, self._uri)
         check_sample_id(f"SharedDirFeatureStore.{call}", ref.sample_id)
 
 
