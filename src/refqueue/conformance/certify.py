@@ -70,7 +70,7 @@ import json
 import platform
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,7 @@ import refqueue
 from refqueue.conformance.contract import Backend, load_backend, rejection_kind
 from refqueue.conformance.harness import Failure, ModelConfig
 from refqueue.conformance.progress import Progress
+from refqueue.conformance.render import render_test, replay_module
 
 __all__ = [
     "KIT_VERSION", "PHASES", "PROFILES", "Certificate", "Profile", "certify", "check_construction", "write_certificate",
@@ -499,8 +500,6 @@ def _timed(steps: int, seconds: float, **detail: Any) -> dict[str, Any]:
 
 def _fail(cert: Certificate, phase: str, failure: Failure, in_phase: int | None) -> None:
     """Record ``failure``, found after ``in_phase`` steps of ``phase``, and its replay."""
-    from refqueue.conformance.render import render_test
-
     source = render_test(
         failure.trace,
         target=cert.backend,
@@ -508,18 +507,55 @@ def _fail(cert: Certificate, phase: str, failure: Failure, in_phase: int | None)
         sizes=failure.sizes,
         store=failure.store,
         clock_start=failure.clock_start,
-        reason=f"{failure.message}\n\nFound by the refqueue conformance kit {cert.kit_version} (profile "
-        f"{cert.profile}, seed {cert.seed}, phase {phase}).",
+        reason=f"{failure.message}\n\n{_found_by(cert, phase)}",
     )
-    earlier = sum(int(p.get("steps", 0)) for name, p in cert.phases.items() if name != phase)
     cert.failure = {
         "phase": phase,
         "message": failure.message,
-        "steps_to_failure": earlier + (in_phase or 0),  # all phases' steps until it showed
+        "steps_to_failure": _steps_before(cert, phase) + (in_phase or 0),  # all phases' steps until it showed
         "phase_steps_to_failure": in_phase or 0,
         "trace_steps": len(failure.trace),
     }
     cert.counterexample = source
+
+
+def _steps_before(cert: Certificate, phase: str) -> int:
+    """The steps of the phases other than ``phase`` (those run before it)."""
+    return sum(int(p.get("steps", 0)) for name, p in cert.phases.items() if name != phase)
+
+
+def _found_by(cert: Certificate, phase: str) -> str:
+    return (
+        f"Found by the refqueue conformance kit {cert.kit_version} (profile {cert.profile}, seed {cert.seed}, "
+        f"phase {phase})."
+    )
+
+
+def _checks_verdict(cert: Certificate, phase: str, report: Any, render: Callable[[Certificate, Any], str]) -> bool:
+    """The verdict of a phase made of named checks (calls, blocking, producers).
+
+    The checks ``report.not_run`` names (a phase without optional checks has
+    none) join the certificate's not-checked list; a failed check becomes the
+    certificate's failure, replayed by ``render(cert, report)``.
+    """
+    cert.not_checked.extend({"check": f"{phase}: {name}", "why": why} for name, why in getattr(report, "not_run", {}).items())
+    if report.ok:
+        return True
+    cert.failure = {
+        "phase": phase,
+        "message": report.failure,
+        "steps_to_failure": _steps_before(cert, phase) + report.steps,
+        "phase_steps_to_failure": report.steps,
+        "trace_steps": 0,
+        "check": report.failed_check,
+    }
+    cert.counterexample = render(cert, report)
+    return False
+
+
+def _checks_doc(cert: Certificate, phase: str, report: Any, headline: str, notes: list[str]) -> list[str]:
+    """The docstring of a checks phase's counterexample: what failed, where it was found, how it replays."""
+    return [f"Counterexample: {cert.backend} {headline}", "", *str(report.failure).splitlines(), "", _found_by(cert, phase), *notes]
 
 
 def _construction_phase(
@@ -645,56 +681,18 @@ def _calls_phase(
         check_seconds={name: c["seconds"] for name, c in report.checks.items()},
         not_run=dict(report.not_run),
     )
-    not_checked = getattr(cert, "not_checked", None)
-    if isinstance(not_checked, list):
-        not_checked.extend({"check": f"calls: {name}", "why": why} for name, why in report.not_run.items())
-    if report.ok:
-        return True
-    earlier = sum(int(p.get("steps", 0)) for name, p in cert.phases.items() if name != "calls")
-    cert.failure = {
-        "phase": "calls",
-        "message": report.failure,
-        "steps_to_failure": earlier + report.steps,
-        "phase_steps_to_failure": report.steps,
-        "trace_steps": 0,
-        "check": report.failed_check,
-    }
-    cert.counterexample = _render_calls(cert, report)
-    return False
+    return _checks_verdict(cert, "calls", report, _render_calls)
 
 
 def _render_calls(cert: Certificate, report: Any) -> str:
     """A pytest module that runs the failing check of the calls phase again."""
-    doc = [
-        f"Counterexample: {cert.backend} does not answer a call as docs/API.md says.",
-        "",
-        *str(report.failure).splitlines(),
-        "",
-        f"Found by the refqueue conformance kit {cert.kit_version} (profile {cert.profile}, seed {cert.seed}, "
-        f"phase calls).",
-        "This test runs the failing check again on a fresh queue; every wait in it is bounded.",
-    ]
-    doc = [line.replace("\\", "\\\\").replace('"""', "'''") for line in doc]
-    lines = [
-        '"""' + doc[0],
-        *doc[1:],
-        "",
-        "Replay: python -m pytest <this file>  (from the directory the backend's module imports from)",
-        '"""',
-        "",
-        "from refqueue.conformance.calls import check_calls",
-        "from refqueue.conformance.contract import load_backend",
-        "",
-        "# Imported here, not in the test: a backend that cannot be imported is an error, never a pass.",
-        f"BACKEND = load_backend({cert.backend!r})",
-        "",
-        "",
-        "def test_counterexample():",
-        f"    report = check_calls(BACKEND, checks=({report.failed_check!r},))",
-        "    assert report.ok, report.failure",
-        "",
-    ]
-    return "\n".join(lines)
+    notes = ["This test runs the failing check again on a fresh queue; every wait in it is bounded."]
+    return replay_module(
+        _checks_doc(cert, "calls", report, "does not answer a call as docs/API.md says.", notes),
+        ["from refqueue.conformance.calls import check_calls", "from refqueue.conformance.contract import load_backend"],
+        [f"report = check_calls(BACKEND, checks=({report.failed_check!r},))", "assert report.ok, report.failure"],
+        target=cert.backend,
+    )
 
 
 def _lockstep_phase(
@@ -771,11 +769,10 @@ def _threads_phase(
     if failed is None:
         return True
     k, history_seed, verdict, message, detail = failed
-    earlier = sum(int(p.get("steps", 0)) for name, p in cert.phases.items() if name != "threads")
     cert.failure = {
         "phase": "threads",
         "message": message,
-        "steps_to_failure": earlier + operations,
+        "steps_to_failure": _steps_before(cert, "threads") + operations,
         "phase_steps_to_failure": operations,
         "trace_steps": len(verdict.history) if verdict is not None else 0,
         "shrunk": False,
@@ -892,8 +889,7 @@ def _render_threads(
         "",
         *message.splitlines(),
         "",
-        f"Found by the refqueue conformance kit {cert.kit_version} (profile {cert.profile}, seed {cert.seed}, "
-        f"phase threads).",
+        _found_by(cert, "threads"),
         "A thread schedule cannot be replayed call by call: this test records the histories again",
         "(new threads) and checks each: "
         + ("first the shrunk per-thread programs below, then the phase's seeds." if programs else "the phase's seeds."),
@@ -902,45 +898,33 @@ def _render_threads(
         "",
         *detail.splitlines(),
     ]
-    doc = [line.replace("\\", "\\\\").replace('"""', "'''") for line in doc]
-    lines = [
-        '"""' + doc[0],
-        *doc[1:],
-        "",
-        "Replay: python -m pytest <this file>  (from the directory the backend's module imports from)",
-        '"""',
-        "",
+    constants: list[str] = []
+    body: list[str] = []
+    if programs is not None:
+        seed, shrunk = programs
+        constants += ["# The shrunk programs: thread -> the kinds of call it makes (thread 0 is the controller).", "PROGRAMS = {"]
+        constants += [f"    {t}: {p!r}," for t, p in sorted(shrunk.items())]
+        constants += ["}", ""]
+        body += [
+            f"for _ in range({max(profile.shrink_reruns, 1) * 3}):",
+            f"    history = record(BACKEND, seed={seed!r}, programs=PROGRAMS)",
+            f"    verdict = check(history, max_steps={profile.history_steps}, timeout=None)",
+            "    assert verdict.ok, verdict.describe()",
+        ]
+    body += [
+        f"for seed in {seeds!r}:",
+        "    history = record(",
+        f"        BACKEND, seed=seed, threads={shape['threads']}, operations={shape['operations']}",
+        "    )",
+        f"    verdict = check(history, max_steps={profile.history_steps}, timeout=None)",
+        "    assert verdict.ok, verdict.describe()",
+    ]
+    imports = [
         "from refqueue.conformance.contract import load_backend",
         "from refqueue.conformance.history import record",
         "from refqueue.conformance.linearizability import check",
-        "",
-        "# Imported here, not in the test: a backend that cannot be imported is an error, never a pass.",
-        f"BACKEND = load_backend({cert.backend!r})",
-        "",
     ]
-    if programs is not None:
-        seed, shrunk = programs
-        lines += ["# The shrunk programs: thread -> the kinds of call it makes (thread 0 is the controller).", "PROGRAMS = {"]
-        lines += [f"    {t}: {p!r}," for t, p in sorted(shrunk.items())]
-        lines += ["}", ""]
-    lines += ["", "def test_counterexample():"]
-    if programs is not None:
-        lines += [
-            f"    for _ in range({max(profile.shrink_reruns, 1) * 3}):",
-            f"        history = record(BACKEND, seed={programs[0]!r}, programs=PROGRAMS)",
-            f"        verdict = check(history, max_steps={profile.history_steps}, timeout=None)",
-            "        assert verdict.ok, verdict.describe()",
-        ]
-    lines += [
-        f"    for seed in {seeds!r}:",
-        "        history = record(",
-        f"            BACKEND, seed=seed, threads={shape['threads']}, operations={shape['operations']}",
-        "        )",
-        f"        verdict = check(history, max_steps={profile.history_steps}, timeout=None)",
-        "        assert verdict.ok, verdict.describe()",
-        "",
-    ]
-    return "\n".join(lines)
+    return replay_module(doc, imports, body, target=cert.backend, constants=constants)
 
 
 def _producers_phase(
@@ -972,19 +956,7 @@ def _producers_phase(
         max_resident_bytes=stress.get("max_resident_bytes"),
         resident_bound_bytes=stress.get("resident_bound_bytes"),
     )
-    if report.ok:
-        return True
-    earlier = sum(int(p.get("steps", 0)) for name, p in cert.phases.items() if name != "producers")
-    cert.failure = {
-        "phase": "producers",
-        "message": report.failure,
-        "steps_to_failure": earlier + report.steps,
-        "phase_steps_to_failure": report.steps,
-        "trace_steps": 0,
-        "check": report.failed_check,
-    }
-    cert.counterexample = _render_producers(cert, report, seed, profile)
-    return False
+    return _checks_verdict(cert, "producers", report, lambda cert, report: _render_producers(cert, report, seed, profile))
 
 
 def _render_producers(cert: Certificate, report: Any, seed: int, profile: Profile) -> str:
@@ -993,36 +965,21 @@ def _render_producers(cert: Certificate, report: Any, seed: int, profile: Profil
     Threads cannot be replayed call by call: the test runs the check again
     with the same seed and bound; on the backend that failed it fails again.
     """
-    doc = [
-        f"Counterexample: {cert.backend} diverges from the reference model.",
-        "",
-        *str(report.failure).splitlines(),
-        "",
-        f"Found by the refqueue conformance kit {cert.kit_version} (profile {cert.profile}, seed {cert.seed}, "
-        f"phase producers).",
+    notes = [
         "Threads cannot be replayed call by call: this test runs the failing check again (same seed and",
         "bound, new threads); every wait in it is bounded.",
     ]
-    doc = [line.replace("\\", "\\\\").replace('"""', "'''") for line in doc]
-    lines = [
-        '"""' + doc[0],
-        *doc[1:],
-        "",
-        "Replay: python -m pytest <this file>  (from the directory the backend's module imports from)",
-        '"""',
-        "",
-        "from refqueue.conformance.producers import check_producers",
-        "",
-        "",
-        "def test_counterexample():",
-        "    report = check_producers(",
-        f"        {cert.backend!r}, seed={seed!r}, bound={report.bound!r}, samples={profile.producer_samples!r},",
-        f"        checks=({report.failed_check!r},),",
-        "    )",
-        "    assert report.ok, report.failure",
-        "",
-    ]
-    return "\n".join(lines)
+    return replay_module(
+        _checks_doc(cert, "producers", report, "diverges from the reference model.", notes),
+        ["from refqueue.conformance.producers import check_producers"],
+        [
+            "report = check_producers(",
+            f"    {cert.backend!r}, seed={seed!r}, bound={report.bound!r}, samples={profile.producer_samples!r},",
+            f"    checks=({report.failed_check!r},),",
+            ")",
+            "assert report.ok, report.failure",
+        ],
+    )
 
 
 def _blocking_phase(
@@ -1045,58 +1002,25 @@ def _blocking_phase(
         slowest_wake_s=max(latencies, default=0.0),
         not_run=dict(report.not_run),
     )
-    not_checked = getattr(cert, "not_checked", None)
-    if isinstance(not_checked, list):
-        not_checked.extend({"check": f"blocking: {name}", "why": why} for name, why in report.not_run.items())
-    if report.ok:
-        return True
-    earlier = sum(int(p.get("steps", 0)) for name, p in cert.phases.items() if name != "blocking")
-    cert.failure = {
-        "phase": "blocking",
-        "message": report.failure,
-        "steps_to_failure": earlier + report.steps,
-        "phase_steps_to_failure": report.steps,
-        "trace_steps": 0,
-        "check": report.failed_check,
-    }
-    cert.counterexample = _render_blocking(cert, report)
-    return False
+    return _checks_verdict(cert, "blocking", report, _render_blocking)
 
 
 def _render_blocking(cert: Certificate, report: Any) -> str:
     """A pytest module that runs the failing check of the blocking phase again
     (threads cannot be replayed call by call; every wait in it is bounded)."""
-    doc = [
-        f"Counterexample: {cert.backend} does not block and wake as docs/API.md says.",
-        "",
-        *str(report.failure).splitlines(),
-        "",
-        f"Found by the refqueue conformance kit {cert.kit_version} (profile {cert.profile}, seed {cert.seed}, "
-        f"phase blocking).",
+    notes = [
         "Threads cannot be replayed call by call: this test runs the failing check again (same bound, new",
         "threads); every wait in it is bounded.",
     ]
-    doc = [line.replace("\\", "\\\\").replace('"""', "'''") for line in doc]
-    lines = [
-        '"""' + doc[0],
-        *doc[1:],
-        "",
-        "Replay: python -m pytest <this file>  (from the directory the backend's module imports from)",
-        '"""',
-        "",
-        "from refqueue.conformance.blocking import check_blocking",
-        "from refqueue.conformance.contract import load_backend",
-        "",
-        "# Imported here, not in the test: a backend that cannot be imported is an error, never a pass.",
-        f"BACKEND = load_backend({cert.backend!r})",
-        "",
-        "",
-        "def test_counterexample():",
-        f"    report = check_blocking(BACKEND, bound={report.bound!r}, checks=({report.failed_check!r},))",
-        "    assert report.ok, report.failure",
-        "",
-    ]
-    return "\n".join(lines)
+    return replay_module(
+        _checks_doc(cert, "blocking", report, "does not block and wake as docs/API.md says.", notes),
+        ["from refqueue.conformance.blocking import check_blocking", "from refqueue.conformance.contract import load_backend"],
+        [
+            f"report = check_blocking(BACKEND, bound={report.bound!r}, checks=({report.failed_check!r},))",
+            "assert report.ok, report.failure",
+        ],
+        target=cert.backend,
+    )
 
 
 def _slug(target: str) -> str:

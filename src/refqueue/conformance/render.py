@@ -21,7 +21,7 @@ from refqueue.conformance.harness import OBSERVABLES, Leased, ModelConfig, Step
 from refqueue.conformance.session import CLOCK_START
 from refqueue.model.actions import Rejection
 
-__all__ = ["call_text", "render_construction", "render_test"]
+__all__ = ["call_text", "render_construction", "render_test", "replay_module"]
 
 
 def _lit(value: Any) -> str:
@@ -218,11 +218,47 @@ def render_construction(
 
 
 def _module(target: str, reason: str, header: str, imports: list[str], name: str, body: list[str]) -> str:
-    """A test module: a docstring saying what failed, the imports, one test function."""
+    """A test module replaying a trace: a docstring saying what failed, the imports, one test function."""
     doc = [f"Counterexample: {target} diverges from the reference model.", "", *reason.splitlines()]
     if header:
         doc += ["", *header.splitlines()]
-    doc = [line.replace('"""', "'''").replace("\\", "\\\\") for line in doc]
+    return replay_module(
+        doc,
+        [*imports, "", "from refqueue.conformance.contract import load_backend", "from refqueue.conformance.session import Session"],
+        body,
+        target=target,
+        note=(
+            "# Imported here, not in the test: a backend that cannot be imported makes this",
+            "# module an error, never a passing test (its ValueError would satisfy pytest.raises).",
+        ),
+        name=name,
+    )
+
+
+_IMPORT_NOTE = ("# Imported here, not in the test: a backend that cannot be imported is an error, never a pass.",)
+
+
+def replay_module(
+    doc: Sequence[str],
+    imports: Sequence[str],
+    body: Sequence[str],
+    *,
+    target: str | None = None,
+    note: Sequence[str] = _IMPORT_NOTE,
+    constants: Sequence[str] = (),
+    name: str = "test_counterexample",
+) -> str:
+    """The source of a pytest module that replays a failure: every counterexample
+    the kit writes has this form.
+
+    ``doc`` is the docstring (its first line the headline; quotes and
+    backslashes are escaped here), followed by the line saying how to run it;
+    then ``imports``; then, given ``target`` (a ``module:factory``),
+    ``BACKEND = load_backend(target)`` under the ``note`` saying why it is
+    loaded at import (``imports`` then brings ``load_backend``); then ``constants`` (module-level lines); last one test
+    function ``name`` whose lines are ``body`` (indented here).
+    """
+    doc = [line.replace("\\", "\\\\").replace('"""', "'''") for line in doc]
     lines = [
         '"""' + doc[0],
         *doc[1:],
@@ -232,16 +268,8 @@ def _module(target: str, reason: str, header: str, imports: list[str], name: str
         "",
         *imports,
         "",
-        "from refqueue.conformance.contract import load_backend",
-        "from refqueue.conformance.session import Session",
-        "",
-        "# Imported here, not in the test: a backend that cannot be imported makes this",
-        "# module an error, never a passing test (its ValueError would satisfy pytest.raises).",
-        f"BACKEND = load_backend({target!r})",
-        "",
-        "",
-        f"def {name}():",
-        *(f"    {line}" for line in body),
-        "",
     ]
+    if target is not None:
+        lines += [*note, f"BACKEND = load_backend({target!r})", ""]
+    lines += [*constants, "", f"def {name}():", *(f"    {line}" for line in body), ""]
     return "\n".join(lines)
