@@ -31,6 +31,7 @@ violation (the clock went back).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from refqueue.model import actions as A
@@ -338,6 +339,12 @@ class QueueReplay:
         return None
 
     def _ack(self, record: dict[str, Any]) -> str | None:
+        return self._finish("ack", record, lambda lease: A.ack(self.cfg, self.state, lease))
+
+    def _finish(self, call: str, record: dict[str, Any], model_step: Callable[[ModelLease], A.Outcome]) -> str | None:
+        """An ack or dead_letter the queue logged, against the model: the
+        lease it names, the scrub of its data, and the answer (``live``); on a
+        live one the model takes ``model_step(lease)``."""
         lease = self._lease(record)
         if isinstance(lease, str):
             return lease
@@ -346,9 +353,11 @@ class QueueReplay:
         if problem is not None:
             return problem
         completed = self.state.completed
-        out = A.ack(self.cfg, self.state, lease)
+        out = model_step(lease)
+        if out.error is not None:
+            return f"{call} of {lease.sample_id!r}: the model rejects it: {out.error.message}"
         if out.value != live:
-            return self._live_mismatch("ack", lease, live, out.value)
+            return self._live_mismatch(call, lease, live, out.value)
         if live:
             self.state = out.state
             self._after_finish(lease.sample_id, completed)
@@ -383,24 +392,11 @@ class QueueReplay:
         return None
 
     def _dead_letter(self, record: dict[str, Any]) -> str | None:
-        lease = self._lease(record)
-        if isinstance(lease, str):
-            return lease
-        live = record["live"]
-        problem = self._finish_scrub(lease.sample_id, live)
-        if problem is not None:
-            return problem
-        completed = self.state.completed
-        out = A.dead_letter(self.cfg, self.state, lease, record.get("reason") or "unstated")
-        if out.error is not None:
-            return f"dead_letter of {lease.sample_id!r}: the model rejects it: {out.error.message}"
-        if out.value != live:
-            return self._live_mismatch("dead_letter", lease, live, out.value)
-        if live:
-            self.state = out.state
+        reason = record.get("reason") or "unstated"
+        problem = self._finish("dead_letter", record, lambda lease: A.dead_letter(self.cfg, self.state, lease, reason))
+        if problem is None and record["live"]:
             self.dead += 1
-            self._after_finish(lease.sample_id, completed)
-        return None
+        return problem
 
     def _extend(self, record: dict[str, Any]) -> str | None:
         lease = self._lease(record)
