@@ -531,6 +531,17 @@ def _found_by(cert: Certificate, phase: str) -> str:
     )
 
 
+def _checks_timed(report: Any, *, bounded: bool, **detail: Any) -> dict[str, Any]:
+    """The certificate's entry for a phase made of named checks: its steps and
+    time, what each check checked, its bound (``bounded``), each check's
+    seconds, then ``detail``."""
+    head: dict[str, Any] = {"checks": {name: c["what"] for name, c in report.checks.items()}}
+    if bounded:
+        head["bound_s"] = report.bound
+    head["check_seconds"] = {name: c["seconds"] for name, c in report.checks.items()}
+    return _timed(report.steps, report.seconds, **head, **detail)
+
+
 def _checks_verdict(cert: Certificate, phase: str, report: Any, render: Callable[[Certificate, Any], str]) -> bool:
     """The verdict of a phase made of named checks (calls, blocking, producers).
 
@@ -674,13 +685,7 @@ def _calls_phase(
     bar.start("calls", len(CHECKS))
     report = check_calls(backend)
     bar.update(len(report.checks) + len(report.not_run), "checks", force=True)
-    cert.phases["calls"] = _timed(
-        report.steps,
-        report.seconds,
-        checks={name: c["what"] for name, c in report.checks.items()},
-        check_seconds={name: c["seconds"] for name, c in report.checks.items()},
-        not_run=dict(report.not_run),
-    )
+    cert.phases["calls"] = _checks_timed(report, bounded=False, not_run=dict(report.not_run))
     return _checks_verdict(cert, "calls", report, _render_calls)
 
 
@@ -943,12 +948,9 @@ def _producers_phase(
         return True
     checks = report.checks
     stress = checks.get("stress", {})
-    cert.phases["producers"] = _timed(
-        report.steps,
-        report.seconds,
-        checks={name: c["what"] for name, c in checks.items()},
-        bound_s=report.bound,
-        check_seconds={name: c["seconds"] for name, c in checks.items()},
+    cert.phases["producers"] = _checks_timed(
+        report,
+        bounded=True,
         blocking_puts=sum(c["blocking_puts"] for c in checks.values()),
         slowest_put_s=max((c["slowest_put_s"] for c in checks.values()), default=0.0),
         max_work_bytes=stress.get("max_work_bytes"),
@@ -992,12 +994,9 @@ def _blocking_phase(
     bar.update(len(report.checks) + len(report.not_run), "checks")
     checks = report.checks
     latencies = [t for c in checks.values() for t in c.get("latencies_s", ())]
-    cert.phases["blocking"] = _timed(
-        report.steps,
-        report.seconds,
-        checks={name: c["what"] for name, c in checks.items()},
-        bound_s=report.bound,
-        check_seconds={name: c["seconds"] for name, c in checks.items()},
+    cert.phases["blocking"] = _checks_timed(
+        report,
+        bounded=True,
         latencies_s={name: c["latencies_s"] for name, c in checks.items() if "latencies_s" in c},
         slowest_wake_s=max(latencies, default=0.0),
         not_run=dict(report.not_run),
