@@ -1,44 +1,9 @@
 """Fixtures of the queue's tests: a ``BytesStore``, a ``ManualClock`` and a
-queue factory bound to both."""
+queue factory bound to both (defined in ``queue_fixtures``, shared with the
+hardening tests)."""
 
 from __future__ import annotations
 
-import pytest
-from bytes_store import BytesStore, features
+from queue_fixtures import clock, make_queue, store, stored
 
-from refqueue.clock import ManualClock
-from refqueue.queue import SampleRefQueue, VisibilityTimeout
-
-
-@pytest.fixture
-def store() -> BytesStore:
-    return BytesStore()
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(0.0)
-
-
-@pytest.fixture
-def make_queue(store, clock):
-    """``make_queue(**kwargs)``: a queue on ``store`` and ``clock`` with a 10 s
-    visibility timeout unless told otherwise."""
-
-    def make(**kwargs) -> SampleRefQueue:
-        kwargs.setdefault("clock", clock)
-        kwargs.setdefault("visibility_timeout", VisibilityTimeout(10.0))
-        return SampleRefQueue(kwargs.pop("store", store), **kwargs)
-
-    return make
-
-
-@pytest.fixture
-def stored(store):
-    """``stored(sample_id, nbytes=4)``: put ``nbytes`` of data into the store, return the ref."""
-
-    def put(sample_id: str, nbytes: int = 4):
-        return store.put(sample_id, features(b"x" * nbytes))
-
-    return put
-
+__all__ = ["clock", "make_queue", "store", "stored"]
