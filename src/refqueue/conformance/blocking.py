@@ -566,15 +566,18 @@ def _callbacks_in_order(attempt: _Attempt) -> None:
     qq.ask("ack(lease of 'big')", lambda: qq.q.ack(lease))
 
     inside = threading.Event()  # on_resume has been entered
+    holding = threading.Event()  # on_resume is running now
     release = threading.Event()  # the kit lets on_resume return
     overlapped: list[list[str]] = []  # the calls so far, when on_pause came in while on_resume ran
 
     def hold(health: Any) -> None:
+        holding.set()
         inside.set()
-        release.wait(qq.give_up)
+        release.wait(3 * qq.give_up)  # past the kit's own wait below, however slow the other thread
+        holding.clear()
 
     def pause_seen(health: Any) -> None:
-        if inside.is_set() and not release.is_set():
+        if holding.is_set():
             overlapped.append(list(qq.events))
 
     qq.resume_hook, qq.pause_hook = hold, pause_seen
