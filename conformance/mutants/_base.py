@@ -243,6 +243,13 @@ class BaseQueue:
         self._remember(entry.ref.sample_id)
         self._room_changes += 1
         self._room.notify_all()
+        self._wake_if_drained()
+
+    def _wake_if_drained(self) -> None:
+        """The last sample of a closed queue finished: every waiting consumer's
+        ``acquire`` returns its terminal None now (D3)."""
+        if self._drained():
+            self._ready.notify_all()
 
     def _requeue(self, entry: _Entry) -> None:
         """Fail or reclaim: back to the tail, or dead-lettered at max_deliveries

@@ -17,6 +17,20 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     deadline; ``close`` of the empty queue) must wake it within the bound,
     measured from the waking call's return to ``acquire``'s return, with
     the ref (the ref again, redelivered; ``None``: drained, D3).
+``acquire-woken-by-drain``
+    the queue is closed with one lease outstanding, so a consumer blocked in
+    ``acquire(poll_interval=30)`` must wait (the lease may come back); the
+    ``ack`` that drains the queue must wake it within the bound, with the
+    terminal ``None``.
+``acquire-each-woken-by-puts``
+    two consumers block in ``acquire(poll_interval=30)``; two ``put`` calls
+    back to back must wake both within the bound of the second's return, one
+    ref each (a put that wakes a consumer only when pending was empty leaves
+    the second asleep).
+``acquire-all-woken-by-close``
+    three consumers block in ``acquire(poll_interval=30)`` on the empty
+    queue; ``close()`` must wake every one within the bound, each with
+    ``None``.
 ``put-pauses-and-resumes``
     a consumer holds a lease on a ``2b`` sample and a ``b`` sample is
     stored: ``put_blocks_until_below(ref, poll_interval=30)`` *without*
@@ -94,6 +108,9 @@ CHECKS = (
     "acquire-woken-by-fail",
     "acquire-woken-by-reclaim",
     "acquire-woken-by-close",
+    "acquire-woken-by-drain",
+    "acquire-each-woken-by-puts",
+    "acquire-all-woken-by-close",
     "put-pauses-and-resumes",
     "put-woken-by-close",
     "put-abort-when",
@@ -410,6 +427,65 @@ def _woken_by_close(attempt: _Attempt) -> float:
     drained = qq.ask("is_drained", lambda: qq.q.is_drained)
     if drained is not True:
         raise _Failed(f"after close() of the empty queue is_drained is {drained!r}, not True")
+    return latency
+
+
+def _woken_by_drain(attempt: _Attempt) -> float:
+    qq = attempt.queue(watermarks=False, visibility=_VISIBILITY)
+    lease = _leased(qq, "w0")
+    qq.ask("close()", qq.q.close)
+    consumer = qq.start(f"acquire(poll_interval={LONG_POLL})", lambda: qq.q.acquire(poll_interval=LONG_POLL))
+    qq.stays_blocked(
+        consumer, "the queue is closed but not drained (a lease is outstanding and may come back): it must wait"
+    )
+    answer, at = qq.ask_at("ack(lease of 'w0')", lambda: qq.q.ack(lease))
+    if answer is not True:
+        raise _Failed(f"ack of the live lease on 'w0' returned {answer!r}, not True")
+    latency = qq.woken(consumer, "the ack that drained the closed queue", at)
+    _raised(consumer)
+    if consumer.value is not None:
+        raise _Failed(f"{consumer.what} returned {_show(consumer.value)} once the closed queue drained, not None")
+    return latency
+
+
+def _each_woken_by_puts(attempt: _Attempt) -> float:
+    qq = attempt.queue(watermarks=False, visibility=_VISIBILITY)
+    consumers = [
+        qq.start(f"consumer {k}'s acquire(poll_interval={LONG_POLL})", lambda: qq.q.acquire(poll_interval=LONG_POLL))
+        for k in (1, 2)
+    ]
+    for consumer in consumers:
+        qq.stays_blocked(consumer, "with nothing pending and the queue open it must wait")
+    refs = [qq.store_put(f"w{k}", 1) for k in (0, 1)]
+    # Both puts from one thread, back to back: the second usually comes before a
+    # woken consumer has taken the first ref, so pending is not empty then.
+    _, at = qq.ask_at("put('w0') then put('w1')", lambda: (qq.q.put(refs[0]), qq.q.put(refs[1])))
+    latency = max(qq.woken(consumer, "put('w0') then put('w1')", at) for consumer in consumers)
+    got = []
+    for consumer in consumers:
+        _raised(consumer)
+        if getattr(consumer.value, "ref", None) is None:
+            raise _Failed(f"{consumer.what} returned {_show(consumer.value)} after two puts; it should take one ref")
+        got.append(consumer.value.ref.sample_id)
+    if sorted(got) != ["w0", "w1"]:
+        raise _Failed(f"two consumers woken by put('w0') and put('w1') took {got}; each should take one of them")
+    return latency
+
+
+def _all_woken_by_close(attempt: _Attempt) -> float:
+    qq = attempt.queue(watermarks=False, visibility=_VISIBILITY)
+    consumers = [
+        qq.start(f"consumer {k}'s acquire(poll_interval={LONG_POLL})", lambda: qq.q.acquire(poll_interval=LONG_POLL))
+        for k in (1, 2, 3)
+    ]
+    for consumer in consumers:
+        qq.stays_blocked(consumer, "with nothing pending and the queue open it must wait")
+    _, at = qq.ask_at("close()", qq.q.close)
+    latency = max(qq.woken(consumer, "close() of the empty queue", at) for consumer in consumers)
+    for consumer in consumers:
+        _raised(consumer)
+        if consumer.value is not None:
+            raise _Failed(f"{consumer.what} returned {_show(consumer.value)} when the empty queue closed, not None")
     return latency
 
 
@@ -739,6 +815,12 @@ _WHAT = {
     "the deadline) within the bound",
     "acquire-woken-by-close": "a consumer blocked in acquire(poll_interval=30) returns None within the bound of close() "
     "of the empty queue",
+    "acquire-woken-by-drain": "a consumer blocked in acquire(poll_interval=30) on a closed queue with a lease out "
+    "returns None within the bound of the ack that drains it",
+    "acquire-each-woken-by-puts": "two consumers blocked in acquire(poll_interval=30) each take one of two back-to-back "
+    "puts within the bound",
+    "acquire-all-woken-by-close": "three consumers blocked in acquire(poll_interval=30) all return None within the "
+    "bound of close() of the empty queue",
     "put-pauses-and-resumes": "put_blocks_until_below without abort_when pauses at high and blocks; the ack that brings "
     "residency to low resumes and admits it within the bound",
     "put-woken-by-close": "a producer blocked in put_blocks_until_below raises QueueClosed within the bound of close(); "
@@ -762,6 +844,9 @@ _RUNNERS: dict[str, Callable[[_Attempt], float | None]] = {
     "acquire-woken-by-fail": _woken_by_fail,
     "acquire-woken-by-reclaim": _woken_by_reclaim,
     "acquire-woken-by-close": _woken_by_close,
+    "acquire-woken-by-drain": _woken_by_drain,
+    "acquire-each-woken-by-puts": _each_woken_by_puts,
+    "acquire-all-woken-by-close": _all_woken_by_close,
     "put-pauses-and-resumes": _pauses_and_resumes,
     "put-woken-by-close": _put_woken_by_close,
     "put-abort-when": _abort_when,
@@ -774,7 +859,7 @@ _RUNNERS: dict[str, Callable[[_Attempt], float | None]] = {
 # Checks that measure a wakeup against the bound (the others report 0 or the reclaim's time).
 _WAKEUPS = {
     "acquire-woken-by-put", "acquire-woken-by-fail", "acquire-woken-by-reclaim", "acquire-woken-by-close",
-    "put-pauses-and-resumes", "put-woken-by-close", "put-abort-when",
+    "acquire-woken-by-drain", "acquire-each-woken-by-puts", "acquire-all-woken-by-close", "put-pauses-and-resumes", "put-woken-by-close", "put-abort-when",
 }  # fmt: skip
 
 
