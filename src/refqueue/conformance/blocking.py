@@ -37,6 +37,13 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     ``abort_when`` must pause (``on_pause`` once) and block; the ack that
     brings residency to ``low`` must wake it within the bound, resumed
     (``on_resume`` once) and enqueued.
+``put-all-woken-by-resume``
+    ``high = 4b``, ``low = 2b``; with a ``3b`` orphan and a ``b`` ref pending,
+    two producers block in ``put_blocks_until_below(poll_interval=30)``
+    without ``abort_when`` (paused); the orphan is scrubbed through the store
+    (the queue hears nothing); a third producer's one-step put then resumes
+    (effective ``4b - 2b parked - b = b``), and the resume must wake both
+    blocked producers within the bound: both admitted, ``pause, resume``.
 ``put-woken-by-close``
     the same blocked producer raises ``QueueClosed`` within the bound of
     ``close()``, and its ref is not enqueued.
@@ -112,6 +119,7 @@ CHECKS = (
     "acquire-each-woken-by-puts",
     "acquire-all-woken-by-close",
     "put-pauses-and-resumes",
+    "put-all-woken-by-resume",
     "put-woken-by-close",
     "put-abort-when",
     "callbacks-outside-locks",
@@ -136,6 +144,7 @@ _REQUIRES = {
     # both drive the pause and the resume with one-step puts (abort_when=lambda: True)
     "callbacks-outside-locks": ("abort_when",),
     "callbacks-in-order": ("abort_when",),
+    "put-all-woken-by-resume": ("abort_when",),  # the resuming put is one step
     "callback-errors-propagate": ("abort_when",),
     "reclaimer-reclaims": ("reclaimer", "injected_clock"),
     "reclaimer-stops": ("reclaimer", "injected_clock"),
@@ -207,7 +216,9 @@ class _Queue:
     ``on_pause``/``on_resume`` append to ``events`` and then run the hook the
     check installed (``pause_hook``/``resume_hook``), if any."""
 
-    def __init__(self, backend: Backend, check: str, bound: float, *, watermarks: bool, visibility: float) -> None:
+    def __init__(
+        self, backend: Backend, check: str, bound: float, *, watermarks: bool | tuple[int, int], visibility: float
+    ) -> None:
         self.check = check
         self.bound = bound
         self.give_up = max(GIVE_UP * bound, MIN_GIVE_UP)
@@ -220,7 +231,8 @@ class _Queue:
         self.calls: list[_Call] = []
         config: dict[str, Any] = {"visibility_timeout": visibility}
         if watermarks:
-            config.update(high_watermark_bytes=2 * UNIT_BYTES, low_watermark_bytes=UNIT_BYTES)
+            high, low = (2, 1) if watermarks is True else watermarks  # in units
+            config.update(high_watermark_bytes=high * UNIT_BYTES, low_watermark_bytes=low * UNIT_BYTES)
         self.q = backend.factory(self.store, self.clock, **config, on_pause=self._on_pause, on_resume=self._on_resume)
 
     def _on_pause(self, health: Any) -> None:
@@ -328,7 +340,7 @@ class _Attempt:
         self.bound = bound
         self.queues: list[_Queue] = []
 
-    def queue(self, *, watermarks: bool, visibility: float) -> _Queue:
+    def queue(self, *, watermarks: bool | tuple[int, int], visibility: float) -> _Queue:
         qq = _Queue(self.backend, self.check, self.bound, watermarks=watermarks, visibility=visibility)
         self.queues.append(qq)
         return qq
@@ -538,6 +550,42 @@ def _pauses_and_resumes(attempt: _Attempt) -> float:
         raise _Failed(
             f"after the ack the producer returned with pending_count() {pending} and on_pause/on_resume calls "
             f"{qq.events}; it should have resumed (['pause', 'resume']) and enqueued 'small' (1)"
+        )
+    return latency
+
+
+def _all_woken_by_resume(attempt: _Attempt) -> float:
+    qq = attempt.queue(watermarks=(4, 2), visibility=_VISIBILITY)
+    orphan = qq.store_put("orphan", 3)  # a producer's data that was never put
+    work = qq.store_put("work", 1)
+    qq.ask("put('work')", lambda: qq.q.put(work))  # work a consumer could free: a paused step waits
+    producers = []
+    for name in ("p1", "p2"):
+        ref = qq.store_put(name, 1)
+        what = f"put_blocks_until_below({name!r}, poll_interval={LONG_POLL}) without abort_when"
+        producer = qq.start(what, lambda ref=ref: qq.q.put_blocks_until_below(ref, poll_interval=LONG_POLL))
+        qq.stays_blocked(
+            producer,
+            f"high = 4b, low = 2b, a 3b orphan and 'work' (b) pending: the effective residency is 4b, paused, and "
+            f"the producer must wait",
+        )
+        producers.append(producer)
+    if qq.events != ["pause"]:
+        raise _Failed(f"two producers blocked at high; on_pause/on_resume were called {qq.events}, not ['pause']")
+    scrubbed = qq.ask("store.scrub('orphan')", lambda: qq.store.scrub(orphan))  # the queue is not told
+    if scrubbed is not True:
+        raise _Failed(f"store.scrub of the orphan returned {scrubbed!r}, not True")
+    third = qq.store_put("p3", 1)
+    what = "put_blocks_until_below('p3', abort_when=lambda: True)"
+    _, at = qq.ask_at(what, lambda: qq.q.put_blocks_until_below(third, abort_when=lambda: True))
+    latency = max(qq.woken(p, f"{what}, the step that resumed (4b resident, 2b parked, its own b),", at) for p in producers)
+    for producer in producers:
+        _raised(producer)
+    pending = qq.ask("pending_count()", qq.q.pending_count)
+    if pending != 4 or qq.events != ["pause", "resume"]:
+        raise _Failed(
+            f"after the resume pending_count() is {pending} and on_pause/on_resume were called {qq.events}; every "
+            f"blocked producer should have been admitted ('work', 'p3', 'p1', 'p2': 4) with ['pause', 'resume']"
         )
     return latency
 
@@ -823,6 +871,8 @@ _WHAT = {
     "bound of close() of the empty queue",
     "put-pauses-and-resumes": "put_blocks_until_below without abort_when pauses at high and blocks; the ack that brings "
     "residency to low resumes and admits it within the bound",
+    "put-all-woken-by-resume": "a resume made by another producer's one-step put wakes both producers blocked in "
+    "put_blocks_until_below(poll_interval=30) within the bound; both admitted",
     "put-woken-by-close": "a producer blocked in put_blocks_until_below raises QueueClosed within the bound of close(); "
     "its ref is not enqueued",
     "put-abort-when": "a blocked producer waits while abort_when() is false and raises PutAborted within the bound once "
@@ -848,6 +898,7 @@ _RUNNERS: dict[str, Callable[[_Attempt], float | None]] = {
     "acquire-each-woken-by-puts": _each_woken_by_puts,
     "acquire-all-woken-by-close": _all_woken_by_close,
     "put-pauses-and-resumes": _pauses_and_resumes,
+    "put-all-woken-by-resume": _all_woken_by_resume,
     "put-woken-by-close": _put_woken_by_close,
     "put-abort-when": _abort_when,
     "callbacks-outside-locks": _callbacks_outside_locks,
@@ -859,7 +910,8 @@ _RUNNERS: dict[str, Callable[[_Attempt], float | None]] = {
 # Checks that measure a wakeup against the bound (the others report 0 or the reclaim's time).
 _WAKEUPS = {
     "acquire-woken-by-put", "acquire-woken-by-fail", "acquire-woken-by-reclaim", "acquire-woken-by-close",
-    "acquire-woken-by-drain", "acquire-each-woken-by-puts", "acquire-all-woken-by-close", "put-pauses-and-resumes", "put-woken-by-close", "put-abort-when",
+    "acquire-woken-by-drain", "acquire-each-woken-by-puts", "acquire-all-woken-by-close", "put-pauses-and-resumes",
+    "put-all-woken-by-resume", "put-woken-by-close", "put-abort-when",
 }  # fmt: skip
 
 

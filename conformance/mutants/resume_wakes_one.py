@@ -1,0 +1,27 @@
+"""Mutant: a resume wakes one blocked producer, not all of them.
+
+When a step resumes the queue, every producer blocked in
+``put_blocks_until_below`` may be admitted now (docs/API.md: a resume
+wakes every blocked producer); this queue calls ``notify()`` where
+``notify_all()`` is needed.  Acks wake them all as before, so the bug shows
+only when the resume comes from another producer's step (a scrubbed orphan
+made room): then all but one blocked producer sleep through their poll
+interval while the queue is not paused.
+"""
+
+from conformance.mutants._base import BaseQueue, factory
+
+
+class ResumeWakesOne(BaseQueue):
+    def _transition(self, paused, health):
+        events = []
+        if paused != self._paused:
+            events.append((self._on_pause if paused else self._on_resume, health))
+            if not paused:
+                self._room_changes += 1
+                self._room.notify()  # the bug: one producer, not all
+        self._paused = paused
+        return events
+
+
+make = factory(ResumeWakesOne)
