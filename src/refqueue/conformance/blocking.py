@@ -44,9 +44,12 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     (the queue hears nothing); a third producer's one-step put then resumes
     (effective ``4b - 2b parked - b = b``), and the resume must wake both
     blocked producers within the bound: both admitted, ``pause, resume``.
+``put-woken-by-dead-letter``
+    as ``put-pauses-and-resumes``, with ``dead_letter`` of the lease instead
+    of ``ack``: a dead-letter frees the sample's bytes and wakes the producer.
 ``put-woken-by-close``
-    the same blocked producer raises ``QueueClosed`` within the bound of
-    ``close()``, and its ref is not enqueued.
+    the same blocked producer and a second one blocked beside it both raise
+    ``QueueClosed`` within the bound of ``close()``, their refs not enqueued.
 ``put-abort-when``
     the same producer, with ``abort_when`` and a poll interval of half the
     bound, keeps waiting while ``abort_when()`` is false and raises
@@ -119,6 +122,7 @@ CHECKS = (
     "acquire-each-woken-by-puts",
     "acquire-all-woken-by-close",
     "put-pauses-and-resumes",
+    "put-woken-by-dead-letter",
     "put-all-woken-by-resume",
     "put-woken-by-close",
     "put-abort-when",
@@ -145,6 +149,7 @@ _REQUIRES = {
     "callbacks-outside-locks": ("abort_when",),
     "callbacks-in-order": ("abort_when",),
     "put-all-woken-by-resume": ("abort_when",),  # the resuming put is one step
+    "put-woken-by-dead-letter": ("dead_letter",),
     "callback-errors-propagate": ("abort_when",),
     "reclaimer-reclaims": ("reclaimer", "injected_clock"),
     "reclaimer-stops": ("reclaimer", "injected_clock"),
@@ -537,21 +542,36 @@ def _paused_producer(qq: _Queue, *, abort_when: Callable[[], bool] | None = None
     return lease, producer
 
 
-def _pauses_and_resumes(attempt: _Attempt) -> float:
+def _resumed_by(attempt: _Attempt, how: str) -> float:
+    """The paused producer is woken, resumed and admitted by ``how`` ("ack" or
+    "dead_letter") of the lease on 'big', which brings residency to low."""
     qq = attempt.queue(watermarks=True, visibility=_VISIBILITY)
     lease, producer = _paused_producer(qq)
-    answer, at = qq.ask_at("ack(lease of 'big')", lambda: qq.q.ack(lease))
+    if how == "ack":
+        what = "ack(lease of 'big')"
+        answer, at = qq.ask_at(what, lambda: qq.q.ack(lease))
+    else:
+        what = "dead_letter(lease of 'big', 'kit')"
+        answer, at = qq.ask_at(what, lambda: qq.q.dead_letter(lease, "kit"))
     if answer is not True:
-        raise _Failed(f"ack of the live lease on 'big' returned {answer!r}, not True")
-    latency = qq.woken(producer, "the ack that brought residency to low", at)
+        raise _Failed(f"{what} of the live lease returned {answer!r}, not True")
+    latency = qq.woken(producer, f"{what}, which brought residency to low,", at)
     _raised(producer)
     pending = qq.ask("pending_count()", qq.q.pending_count)
     if pending != 1 or qq.events != ["pause", "resume"]:
         raise _Failed(
-            f"after the ack the producer returned with pending_count() {pending} and on_pause/on_resume calls "
+            f"after {what} the producer returned with pending_count() {pending} and on_pause/on_resume calls "
             f"{qq.events}; it should have resumed (['pause', 'resume']) and enqueued 'small' (1)"
         )
     return latency
+
+
+def _pauses_and_resumes(attempt: _Attempt) -> float:
+    return _resumed_by(attempt, "ack")
+
+
+def _put_woken_by_dead_letter(attempt: _Attempt) -> float:
+    return _resumed_by(attempt, "dead_letter")
 
 
 def _all_woken_by_resume(attempt: _Attempt) -> float:
@@ -592,15 +612,21 @@ def _all_woken_by_resume(attempt: _Attempt) -> float:
 
 def _put_woken_by_close(attempt: _Attempt) -> float:
     qq = attempt.queue(watermarks=True, visibility=_VISIBILITY)
-    _, producer = _paused_producer(qq)
+    _, first = _paused_producer(qq)
+    # A second producer blocks beside it: 4b stored, 'small' (b) parked, its own b: 2b, still paused.
+    other = qq.store_put("other", 1)
+    what = f"put_blocks_until_below('other', poll_interval={LONG_POLL}) without abort_when"
+    second = qq.start(what, lambda: qq.q.put_blocks_until_below(other, poll_interval=LONG_POLL))
+    qq.stays_blocked(second, "a second producer at high (4b stored, 'small' parked, its own b: 2b) must wait too")
     _, at = qq.ask_at("close()", qq.q.close)
-    latency = qq.woken(producer, "close()", at)
-    if producer.error is None or rejection_kind(producer.error) != "closed":
-        got = f"raised {type(producer.error).__name__}: {producer.error}" if producer.error else "returned normally"
-        raise _Failed(f"{producer.what} {got} when the queue closed; it must raise QueueClosed")
+    latency = max(qq.woken(producer, "close()", at) for producer in (first, second))
+    for producer in (first, second):
+        if producer.error is None or rejection_kind(producer.error) != "closed":
+            got = f"raised {type(producer.error).__name__}: {producer.error}" if producer.error else "returned normally"
+            raise _Failed(f"{producer.what} {got} when the queue closed; it must raise QueueClosed")
     pending = qq.ask("pending_count()", qq.q.pending_count)
     if pending != 0:
-        raise _Failed(f"{producer.what} raised QueueClosed, but pending_count() is {pending}: the ref was enqueued")
+        raise _Failed(f"the blocked producers raised QueueClosed, but pending_count() is {pending}: a ref was enqueued")
     return latency
 
 
@@ -871,10 +897,12 @@ _WHAT = {
     "bound of close() of the empty queue",
     "put-pauses-and-resumes": "put_blocks_until_below without abort_when pauses at high and blocks; the ack that brings "
     "residency to low resumes and admits it within the bound",
+    "put-woken-by-dead-letter": "the dead_letter that brings residency to low resumes and admits a producer blocked "
+    "in put_blocks_until_below within the bound",
     "put-all-woken-by-resume": "a resume made by another producer's one-step put wakes both producers blocked in "
     "put_blocks_until_below(poll_interval=30) within the bound; both admitted",
-    "put-woken-by-close": "a producer blocked in put_blocks_until_below raises QueueClosed within the bound of close(); "
-    "its ref is not enqueued",
+    "put-woken-by-close": "two producers blocked in put_blocks_until_below raise QueueClosed within the bound of "
+    "close(); their refs are not enqueued",
     "put-abort-when": "a blocked producer waits while abort_when() is false and raises PutAborted within the bound once "
     "it is true; its ref is not enqueued",
     "callbacks-outside-locks": "inside on_pause and on_resume another thread's pending_count(), outstanding_count(), "
@@ -898,6 +926,7 @@ _RUNNERS: dict[str, Callable[[_Attempt], float | None]] = {
     "acquire-each-woken-by-puts": _each_woken_by_puts,
     "acquire-all-woken-by-close": _all_woken_by_close,
     "put-pauses-and-resumes": _pauses_and_resumes,
+    "put-woken-by-dead-letter": _put_woken_by_dead_letter,
     "put-all-woken-by-resume": _all_woken_by_resume,
     "put-woken-by-close": _put_woken_by_close,
     "put-abort-when": _abort_when,
@@ -911,7 +940,7 @@ _RUNNERS: dict[str, Callable[[_Attempt], float | None]] = {
 _WAKEUPS = {
     "acquire-woken-by-put", "acquire-woken-by-fail", "acquire-woken-by-reclaim", "acquire-woken-by-close",
     "acquire-woken-by-drain", "acquire-each-woken-by-puts", "acquire-all-woken-by-close", "put-pauses-and-resumes",
-    "put-all-woken-by-resume", "put-woken-by-close", "put-abort-when",
+    "put-woken-by-dead-letter", "put-all-woken-by-resume", "put-woken-by-close", "put-abort-when",
 }  # fmt: skip
 
 
