@@ -43,6 +43,7 @@ def test_a_correct_backend_passes_every_check_within_the_bound(target):
         ("resume_wakes_one", "put-all-woken-by-resume", "without abort_when was still blocked 1.0 s after put_blocks_until_below('p3', abort_when=lambda: True), the step that resumed"),
         ("dead_letter_no_room_wake", "put-woken-by-dead-letter", "without abort_when was still blocked 1.0 s after dead_letter(lease of 'big', 'kit'), which brought residency to low, returned"),
         ("close_wakes_one_producer", "put-woken-by-close", "was still blocked 1.0 s after close() returned"),
+        ("acquire_poll_rounded_up", "acquire-times-out", "acquire(poll_interval=0.2) returned None 1.0"),
         ("backpressure_needs_abort_when", "put-pauses-and-resumes", "without abort_when returned None after 0.0"),
         ("close_ignored_by_producer", "put-woken-by-close", "without abort_when was still blocked 1.0 s after close() returned"),
         ("callback_under_lock", "callbacks-outside-locks", "inside on_pause, another thread's pending_count() did not return within 1.0 s: on_pause runs with a queue or store lock held"),
@@ -110,7 +111,7 @@ def test_the_certificate_names_each_check_its_time_and_the_bound(tmp_path, capsy
     rc = main(["certify", BASE, "--report", str(tmp_path), "--no-progress", "--wake-bound", "0.2"])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "  blocking      17 checks, slowest wakeup " in out and "(bound 0.2 s)" in out
+    assert "  blocking      18 checks, slowest wakeup " in out and "(bound 0.2 s)" in out
     for name in CHECKS:
         assert f"                {name:<26} " in out
     cert = certify(BASE, phases=("blocking",), wake_bound=0.2)

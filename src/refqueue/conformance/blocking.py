@@ -17,6 +17,11 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     deadline; ``close`` of the empty queue) must wake it within the bound,
     measured from the waking call's return to ``acquire``'s return, with
     the ref (the ref again, redelivered; ``None``: drained, D3).
+``acquire-times-out``
+    ``acquire(poll_interval=4 * bound)`` on the empty open queue returns
+    ``None`` after its interval, neither before (a consumer that polls in a
+    loop would spin) nor more than the bound after it (an interval rounded
+    up to whole seconds, or ignored).
 ``acquire-woken-by-drain``
     the queue is closed with one lease outstanding, so a consumer blocked in
     ``acquire(poll_interval=30)`` must wait (the lease may come back); the
@@ -118,6 +123,7 @@ CHECKS = (
     "acquire-woken-by-fail",
     "acquire-woken-by-reclaim",
     "acquire-woken-by-close",
+    "acquire-times-out",
     "acquire-woken-by-drain",
     "acquire-each-woken-by-puts",
     "acquire-all-woken-by-close",
@@ -445,6 +451,35 @@ def _woken_by_close(attempt: _Attempt) -> float:
     if drained is not True:
         raise _Failed(f"after close() of the empty queue is_drained is {drained!r}, not True")
     return latency
+
+
+def _acquire_times_out(attempt: _Attempt) -> float:
+    qq = attempt.queue(watermarks=False, visibility=_VISIBILITY)
+    poll = 4 * qq.bound
+    consumer = qq.start(f"acquire(poll_interval={poll})", lambda: qq.q.acquire(poll_interval=poll))
+    if not consumer.done.wait(poll + qq.give_up):
+        raise _Failed(
+            f"{consumer.what} on the empty open queue was still blocked {poll + qq.give_up} s later ({qq.observed()}): "
+            f"it must return None once its poll interval has passed"
+        )
+    _raised(consumer)
+    if consumer.value is not None:
+        raise _Failed(f"{consumer.what} on the empty open queue returned {_show(consumer.value)}, not None")
+    took = consumer.at - consumer.started
+    if took < poll * 0.99 - 0.002:
+        raise _Failed(
+            f"{consumer.what} on the empty open queue returned None after {took:.4f} s, before its poll interval: a "
+            f"consumer that polls in a loop would spin"
+        )
+    late = took - poll
+    if late > qq.bound:
+        raise _Late(
+            f"{consumer.what} returned None {took:.3f} s after it was called, {late:.3f} s past its poll interval and "
+            f"past the bound of {qq.bound} s (in each of {ATTEMPTS} attempts); it must wait up to its interval, no "
+            f"longer",
+            late,
+        )
+    return max(0.0, late)
 
 
 def _woken_by_drain(attempt: _Attempt) -> float:
@@ -889,6 +924,8 @@ _WHAT = {
     "the deadline) within the bound",
     "acquire-woken-by-close": "a consumer blocked in acquire(poll_interval=30) returns None within the bound of close() "
     "of the empty queue",
+    "acquire-times-out": "acquire(poll_interval=4 * bound) on the empty open queue returns None after its interval, "
+    "within the bound",
     "acquire-woken-by-drain": "a consumer blocked in acquire(poll_interval=30) on a closed queue with a lease out "
     "returns None within the bound of the ack that drains it",
     "acquire-each-woken-by-puts": "two consumers blocked in acquire(poll_interval=30) each take one of two back-to-back "
@@ -922,6 +959,7 @@ _RUNNERS: dict[str, Callable[[_Attempt], float | None]] = {
     "acquire-woken-by-fail": _woken_by_fail,
     "acquire-woken-by-reclaim": _woken_by_reclaim,
     "acquire-woken-by-close": _woken_by_close,
+    "acquire-times-out": _acquire_times_out,
     "acquire-woken-by-drain": _woken_by_drain,
     "acquire-each-woken-by-puts": _each_woken_by_puts,
     "acquire-all-woken-by-close": _all_woken_by_close,
@@ -939,7 +977,7 @@ _RUNNERS: dict[str, Callable[[_Attempt], float | None]] = {
 # Checks that measure a wakeup against the bound (the others report 0 or the reclaim's time).
 _WAKEUPS = {
     "acquire-woken-by-put", "acquire-woken-by-fail", "acquire-woken-by-reclaim", "acquire-woken-by-close",
-    "acquire-woken-by-drain", "acquire-each-woken-by-puts", "acquire-all-woken-by-close", "put-pauses-and-resumes",
+    "acquire-times-out", "acquire-woken-by-drain", "acquire-each-woken-by-puts", "acquire-all-woken-by-close", "put-pauses-and-resumes",
     "put-woken-by-dead-letter", "put-all-woken-by-resume", "put-woken-by-close", "put-abort-when",
 }  # fmt: skip
 
