@@ -35,6 +35,47 @@ def test_certify_passes_and_writes_the_certificate(tmp_path, monkeypatch, capsys
     assert "**Verdict: PASS**" in (tmp_path / "conformance_mutants_base_make.md").read_text()
 
 
+def test_phase_runs_only_the_phases_asked_for_and_says_the_pass_is_partial(tmp_path, capsys):
+    rc = main([
+        "certify", "conformance.mutants._base:make", "--report", str(tmp_path), "--no-progress",
+        "--phase", "blocking", "--phase", "calls",
+    ])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert out.startswith("refqueue certify: PASS (partial)  conformance.mutants._base:make  (profile ci")
+    assert "  not run       phases construction, walks, producers, threads, lockstep: not requested (--phase)" in out
+    data = json.loads((tmp_path / "conformance_mutants_base_make.json").read_text())
+    assert list(data["phases"]) == ["calls", "blocking"]  # in the kit's order, whatever the order asked
+    assert data["partial"] is True
+    assert data["phases_not_requested"] == ["construction", "walks", "producers", "threads", "lockstep"]
+    assert "(partial: phases not requested: construction, walks, producers, threads, lockstep)" in (
+        tmp_path / "conformance_mutants_base_make.md"
+    ).read_text()
+
+
+def test_phase_catches_a_mutant_in_that_phase_alone(tmp_path, capsys):
+    rc = main(["certify", "conformance.mutants.drain_no_wake:make", "--report", str(tmp_path), "--no-progress",
+               "--phase", "blocking"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert out.startswith("refqueue certify: FAIL (partial)  conformance.mutants.drain_no_wake:make")
+    assert "blocking phase, check acquire-woken-by-drain: " in out
+
+
+def test_an_unknown_phase_exits_2_listing_the_phases(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["certify", "--phase", "speed"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --phase: invalid choice: 'speed'" in err and "'blocking'" in err
+
+
+def test_a_full_run_is_not_partial(tmp_path, monkeypatch):
+    monkeypatch.setitem(PROFILES, "ci", TINY)
+    cert = certify("conformance.mutants._base:make")
+    assert cert.passed and cert.phases_not_requested == [] and cert.to_dict()["partial"] is False
+
+
 def test_certify_fails_with_a_replay_that_fails_on_its_own(tmp_path, capsys):
     rc = main(["certify", "conformance.mutants.close_drops_pending:make", "--report", str(tmp_path), "--no-progress"])
     out = capsys.readouterr().out

@@ -78,6 +78,7 @@ from typing import Any
 import refqueue
 from refqueue.conformance.contract import Backend, load_backend, rejection_kind
 from refqueue.conformance.harness import Failure, ModelConfig
+from refqueue.conformance.phases import PHASES
 from refqueue.conformance.progress import Progress
 from refqueue.conformance.render import render_test, replay_module
 
@@ -143,6 +144,7 @@ class Certificate:
     counterexample: str | None = None  # pytest source replaying the failure
     history: str | None = None  # JSON of the history the threads phase found not linearizable (or undecided)
     not_checked: list[dict[str, str]] = field(default_factory=list)  # {"check", "why"}: each check not run
+    phases_not_requested: list[str] = field(default_factory=list)  # left out by certify(phases=...) / --phase
     duration_s: float = 0.0
     kit_version: str = KIT_VERSION
 
@@ -161,6 +163,8 @@ class Certificate:
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": "pass" if self.passed else "fail",
+            "partial": bool(self.phases_not_requested),
+            "phases_not_requested": self.phases_not_requested,
             "backend": self.backend,
             "kit_version": self.kit_version,
             "profile": self.profile,
@@ -182,7 +186,8 @@ class Certificate:
         lines = [
             f"# refqueue conformance certificate: `{self.backend}`",
             "",
-            f"**Verdict: {d['verdict'].upper()}**",
+            f"**Verdict: {d['verdict'].upper()}**"
+            + (f" (partial: phases not requested: {', '.join(self.phases_not_requested)})" if d["partial"] else ""),
             "",
             "| field | value |",
             "|---|---|",
@@ -350,7 +355,6 @@ def _construction_failure(
 # -- the whole run ---------------------------------------------------------------------
 
 
-PHASES = ("construction", "walks", "calls", "producers", "blocking", "threads", "lockstep")
 
 
 def certify(
@@ -418,6 +422,7 @@ def certify(
         exhaustive=exhaustive,
     )
     cert.not_checked = _not_checked(backend)
+    cert.phases_not_requested = [p for p in PHASES if p not in phases]
     runners = {
         "construction": _construction_phase,
         "walks": _walks_phase,

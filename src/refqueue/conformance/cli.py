@@ -26,6 +26,8 @@ import argparse
 import sys
 from typing import Any
 
+from refqueue.conformance.phases import PHASES
+
 __all__ = ["DEFAULT_BACKEND", "add_arguments", "run"]
 
 DEFAULT_BACKEND = "refqueue.conformance.backends:inprocess"
@@ -118,6 +120,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="give up (exit 2) when the whole run has not finished after this many seconds: a factory or a "
         f"backend call that hangs (default: {DEFAULT_TIMEOUT_S:.0f})",
+    )
+    parser.add_argument(
+        "--phase",
+        dest="phases",
+        action="append",
+        choices=PHASES,
+        default=None,
+        metavar="PHASE",
+        help=f"run only this phase (repeatable; one of {', '.join(PHASES)}); the certificate then says it is "
+        f"partial and names the phases left out (default: every phase)",
     )
     parser.add_argument("--no-progress", action="store_true", help="draw no progress bar")
     parser.add_argument(
@@ -221,6 +233,7 @@ def run(args: Any) -> int:
             producer_bound=args.producer_bound,
             wake_bound=args.wake_bound,
             options=options or None,
+            phases=tuple(getattr(args, "phases", None) or PHASES),
         ),
         getattr(args, "timeout", DEFAULT_TIMEOUT_S),
     )
@@ -291,9 +304,11 @@ def summary(cert: Any, paths: dict[str, Any]) -> str:
     """The human-readable outcome (what ``run`` prints)."""
     d = cert.to_dict()
     lines = [
-        f"refqueue certify: {d['verdict'].upper()}  {cert.backend}  "
+        f"refqueue certify: {d['verdict'].upper()}{' (partial)' if d['partial'] else ''}  {cert.backend}  "
         f"(profile {cert.profile}{' + exhaustive' if cert.exhaustive else ''}, seed {cert.seed}, kit {cert.kit_version})"
     ]
+    if d["partial"]:
+        lines.append(f"  {'not run':<13} phases {', '.join(cert.phases_not_requested)}: not requested (--phase)")
     for name, p in cert.phases.items():
         if "skipped" in p:
             lines.append(f"  {name:<13} skipped: {p['skipped']}")
