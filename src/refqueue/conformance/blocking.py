@@ -383,8 +383,9 @@ def _expect_lease(value: Any, sample_id: str, redelivery: int, what: str) -> Non
 # -- acquire: woken by put, fail, reclaim, close ----------------------------------------------
 
 
-def _blocked_consumer(qq: _Queue) -> _Call:
-    consumer = qq.start(f"acquire(poll_interval={LONG_POLL})", lambda: qq.q.acquire(poll_interval=LONG_POLL))
+def _blocked_consumer(qq: _Queue, who: str = "") -> _Call:
+    """A consumer (``who`` names it among several) blocked in ``acquire(poll_interval=30)``."""
+    consumer = qq.start(f"{who}acquire(poll_interval={LONG_POLL})", lambda: qq.q.acquire(poll_interval=LONG_POLL))
     qq.stays_blocked(consumer, "with nothing pending and the queue open it must wait")
     return consumer
 
@@ -502,12 +503,7 @@ def _woken_by_drain(attempt: _Attempt) -> float:
 
 def _each_woken_by_puts(attempt: _Attempt) -> float:
     qq = attempt.queue(watermarks=False, visibility=_VISIBILITY)
-    consumers = [
-        qq.start(f"consumer {k}'s acquire(poll_interval={LONG_POLL})", lambda: qq.q.acquire(poll_interval=LONG_POLL))
-        for k in (1, 2)
-    ]
-    for consumer in consumers:
-        qq.stays_blocked(consumer, "with nothing pending and the queue open it must wait")
+    consumers = [_blocked_consumer(qq, f"consumer {k}'s ") for k in (1, 2)]
     refs = [qq.store_put(f"w{k}", 1) for k in (0, 1)]
     # Both puts from one thread, back to back: the second usually comes before a
     # woken consumer has taken the first ref, so pending is not empty then.
@@ -526,12 +522,7 @@ def _each_woken_by_puts(attempt: _Attempt) -> float:
 
 def _all_woken_by_close(attempt: _Attempt) -> float:
     qq = attempt.queue(watermarks=False, visibility=_VISIBILITY)
-    consumers = [
-        qq.start(f"consumer {k}'s acquire(poll_interval={LONG_POLL})", lambda: qq.q.acquire(poll_interval=LONG_POLL))
-        for k in (1, 2, 3)
-    ]
-    for consumer in consumers:
-        qq.stays_blocked(consumer, "with nothing pending and the queue open it must wait")
+    consumers = [_blocked_consumer(qq, f"consumer {k}'s ") for k in (1, 2, 3)]
     _, at = qq.ask_at("close()", qq.q.close)
     latency = max(qq.woken(consumer, "close() of the empty queue", at) for consumer in consumers)
     for consumer in consumers:
@@ -592,13 +583,19 @@ def _resumed_by(attempt: _Attempt, how: str) -> float:
         raise _Failed(f"{what} of the live lease returned {answer!r}, not True")
     latency = qq.woken(producer, f"{what}, which brought residency to low,", at)
     _raised(producer)
-    pending = qq.ask("pending_count()", qq.q.pending_count)
-    if pending != 1 or qq.events != ["pause", "resume"]:
-        raise _Failed(
-            f"after {what} the producer returned with pending_count() {pending} and on_pause/on_resume calls "
-            f"{qq.events}; it should have resumed (['pause', 'resume']) and enqueued 'small' (1)"
-        )
+    _expect_resumed(qq, what, "'small'", 1)
     return latency
+
+
+def _expect_resumed(qq: _Queue, after: str, refs: str, pending: int) -> None:
+    """After ``after`` woke the blocked producers: resumed once, and ``pending`` refs
+    (``refs``, the producers' among them) pending."""
+    got = qq.ask("pending_count()", qq.q.pending_count)
+    if got != pending or qq.events != ["pause", "resume"]:
+        raise _Failed(
+            f"after {after} pending_count() is {got} and on_pause/on_resume were called {qq.events}; the blocked "
+            f"producers should have resumed (['pause', 'resume']) and enqueued {refs} ({pending})"
+        )
 
 
 def _pauses_and_resumes(attempt: _Attempt) -> float:
@@ -636,12 +633,7 @@ def _all_woken_by_resume(attempt: _Attempt) -> float:
     latency = max(qq.woken(p, f"{what}, the step that resumed (4b resident, 2b parked, its own b),", at) for p in producers)
     for producer in producers:
         _raised(producer)
-    pending = qq.ask("pending_count()", qq.q.pending_count)
-    if pending != 4 or qq.events != ["pause", "resume"]:
-        raise _Failed(
-            f"after the resume pending_count() is {pending} and on_pause/on_resume were called {qq.events}; every "
-            f"blocked producer should have been admitted ('work', 'p3', 'p1', 'p2': 4) with ['pause', 'resume']"
-        )
+    _expect_resumed(qq, what, "'work', 'p3', 'p1', 'p2'", 4)
     return latency
 
 
@@ -726,12 +718,7 @@ def _callbacks_outside_locks(attempt: _Attempt) -> None:
     found: dict[str, str] = {}
     qq.pause_hook = _probe(qq, "on_pause", found)
     qq.resume_hook = _probe(qq, "on_resume", found)
-    big = qq.store_put("big", 2)
-    qq.ask("put('big')", lambda: qq.q.put(big))
-    lease = qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound))
-    small = qq.store_put("small", 1)
-    _one_step(qq, small, "aborted")  # pauses: on_pause
-    qq.ask("ack(lease of 'big')", lambda: qq.q.ack(lease))
+    small = _paused_then_room(qq)
     _one_step(qq, small, None)  # resumes and enqueues: on_resume
     for which in ("on_pause", "on_resume"):
         if which not in found:
@@ -741,14 +728,22 @@ def _callbacks_outside_locks(attempt: _Attempt) -> None:
     return None
 
 
-def _callbacks_in_order(attempt: _Attempt) -> None:
-    qq = attempt.queue(watermarks=True, visibility=_VISIBILITY)
+def _paused_then_room(qq: _Queue) -> Any:
+    """'big' (2b) leased and 'small' (b) stored: a one-step put of 'small' pauses
+    (on_pause) and aborts; then the ack of 'big' makes room.  'small', whose next
+    one-step put resumes (on_resume) and enqueues."""
     big = qq.store_put("big", 2)
     qq.ask("put('big')", lambda: qq.q.put(big))
     lease = qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound))
     small = qq.store_put("small", 1)
     _one_step(qq, small, "aborted")  # pauses: on_pause
     qq.ask("ack(lease of 'big')", lambda: qq.q.ack(lease))
+    return small
+
+
+def _callbacks_in_order(attempt: _Attempt) -> None:
+    qq = attempt.queue(watermarks=True, visibility=_VISIBILITY)
+    small = _paused_then_room(qq)
 
     inside = threading.Event()  # on_resume has been entered
     holding = threading.Event()  # on_resume is running now
