@@ -14,7 +14,9 @@ from conformance.mutants._base import BaseQueue, factory
 
 class AcquirePollRoundedUp(BaseQueue):
     def acquire(self, poll_interval=0.05):
-        return super().acquire(poll_interval=float(math.ceil(poll_interval)))  # the bug
+        if math.isfinite(poll_interval):
+            poll_interval = float(math.ceil(poll_interval))  # the bug
+        return super().acquire(poll_interval=poll_interval)
 
 
 make = factory(AcquirePollRoundedUp)
