@@ -13,6 +13,7 @@ reference model (so certifying it checks something).  Each rule of
 ``_finish``         ack and dead-letter (scrub)    ``_next_paused`` the hysteresis step
 ``_drained``        the terminal None              ``_remember``    the dedup window
 ``_effective``      residency the hysteresis sees  ``_admits``      whether a step enqueues
+``_wake_producers`` who a change of room wakes     ``_wake_if_drained`` consumers at the drain
 
 Backpressure (D8): a blocking put that goes to wait *parks* its ref (its
 bytes join ``_parked_bytes``) until the call ends, however it ends, and wakes
@@ -241,9 +242,15 @@ class BaseQueue:
         if reason is not None:
             self._dead.append(DeadLetter(entry.ref, reason, entry.deliveries))
         self._remember(entry.ref.sample_id)
+        self._wake_producers("ack" if reason is None else "dead_letter")
+        self._wake_if_drained()
+
+    def _wake_producers(self, why: str) -> None:
+        """Room may have changed (``why``: "ack", "dead_letter", "park", "resume"
+        or "close"): every producer waiting in ``put_blocks_until_below`` steps
+        again (``_room_changes`` tells it from a spurious wakeup)."""
         self._room_changes += 1
         self._room.notify_all()
-        self._wake_if_drained()
 
     def _wake_if_drained(self) -> None:
         """The last sample of a closed queue finished: every waiting consumer's
@@ -349,8 +356,7 @@ class BaseQueue:
     def _park(self, parked: _Parked) -> None:
         parked.counted = True
         self._parked_bytes += parked.nbytes
-        self._room_changes += 1  # the others' effective residency just dropped
-        self._room.notify_all()
+        self._wake_producers("park")  # the others' effective residency just dropped
 
     def _unpark(self, parked: _Parked) -> None:
         if parked.counted:
@@ -362,8 +368,7 @@ class BaseQueue:
         if paused != self._paused:
             events.append((self._on_pause if paused else self._on_resume, health))
             if not paused:  # a resume lets the other blocked producers step at once
-                self._room_changes += 1
-                self._room.notify_all()
+                self._wake_producers("resume")
         self._paused = paused
         return events
 
@@ -476,8 +481,7 @@ class BaseQueue:
         with self._lock:
             self._closed = True
             self._ready.notify_all()
-            self._room_changes += 1
-            self._room.notify_all()
+            self._wake_producers("close")
 
     def __enter__(self) -> BaseQueue:
         return self

@@ -13,8 +13,8 @@ class AckBeforeScrub(BaseQueue):
 
             self._dead.append(DeadLetter(entry.ref, reason, entry.deliveries))
         self._remember(entry.ref.sample_id)
-        self._room_changes += 1
-        self._room.notify_all()
+        self._wake_producers("ack" if reason is None else "dead_letter")
+        self._wake_if_drained()
         self._store.scrub(entry.ref)
 
 

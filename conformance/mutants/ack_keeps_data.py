@@ -14,8 +14,8 @@ class AckKeepsData(BaseQueue):
             return
         del self._entries[entry.ref.sample_id]
         self._remember(entry.ref.sample_id)
-        self._room_changes += 1
-        self._room.notify_all()
+        self._wake_producers("ack")
+        self._wake_if_drained()
 
 
 make = factory(AckKeepsData)

@@ -15,8 +15,7 @@ class CloseDropsPending(BaseQueue):
             self._pending.clear()
             self._closed = True
             self._ready.notify_all()
-            self._room_changes += 1
-            self._room.notify_all()
+            self._wake_producers("close")
 
 
 make = factory(CloseDropsPending)

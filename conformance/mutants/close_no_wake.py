@@ -13,8 +13,7 @@ class CloseNoWake(BaseQueue):
     def close(self):
         with self._lock:
             self._closed = True  # ... and no self._ready.notify_all()
-            self._room_changes += 1
-            self._room.notify_all()
+            self._wake_producers("close")
 
 
 make = factory(CloseNoWake)

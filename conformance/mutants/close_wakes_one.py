@@ -15,8 +15,7 @@ class CloseWakesOne(BaseQueue):
         with self._lock:
             self._closed = True
             self._ready.notify()  # the bug: one waiter, not all
-            self._room_changes += 1
-            self._room.notify_all()
+            self._wake_producers("close")
 
 
 make = factory(CloseWakesOne)

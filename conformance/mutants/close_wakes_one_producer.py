@@ -12,12 +12,12 @@ from conformance.mutants._base import BaseQueue, factory
 
 
 class CloseWakesOneProducer(BaseQueue):
-    def close(self):
-        with self._lock:
-            self._closed = True
-            self._ready.notify_all()
-            self._room_changes += 1
-            self._room.notify()  # the bug: one producer, not all
+    def _wake_producers(self, why):
+        if why != "close":
+            super()._wake_producers(why)
+            return
+        self._room_changes += 1
+        self._room.notify()  # the bug: one producer, not all
 
 
 make = factory(CloseWakesOneProducer)

@@ -8,19 +8,13 @@ poll interval although the room it waited for is there (docs/API.md: acks
 and dead-letters wake them).
 """
 
-from conformance.mutants._base import BaseQueue, DeadLetter, factory
+from conformance.mutants._base import BaseQueue, factory
 
 
 class DeadLetterNoRoomWake(BaseQueue):
-    def _finish(self, entry, reason):
-        if reason is None:
-            super()._finish(entry, reason)
-            return
-        self._store.scrub(entry.ref)
-        del self._entries[entry.ref.sample_id]
-        self._dead.append(DeadLetter(entry.ref, reason, entry.deliveries))
-        self._remember(entry.ref.sample_id)
-        self._wake_if_drained()  # ... and the bug: no _room_changes, no _room.notify_all()
+    def _wake_producers(self, why):
+        if why != "dead_letter":  # the bug: a dead-letter tells no producer
+            super()._wake_producers(why)
 
 
 make = factory(DeadLetterNoRoomWake)

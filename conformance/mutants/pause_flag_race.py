@@ -31,8 +31,7 @@ class PauseFlagRace(BaseQueue):
             if paused != was:  # decided on the flag it read, not on the flag now
                 events.append((self._on_pause if paused else self._on_resume, health))
                 if not paused:
-                    self._room_changes += 1
-                    self._room.notify_all()
+                    self._wake_producers("resume")
             self._paused = paused
             admitted = self._admits(paused)
             if admitted:

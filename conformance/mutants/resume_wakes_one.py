@@ -13,15 +13,12 @@ from conformance.mutants._base import BaseQueue, factory
 
 
 class ResumeWakesOne(BaseQueue):
-    def _transition(self, paused, health):
-        events = []
-        if paused != self._paused:
-            events.append((self._on_pause if paused else self._on_resume, health))
-            if not paused:
-                self._room_changes += 1
-                self._room.notify()  # the bug: one producer, not all
-        self._paused = paused
-        return events
+    def _wake_producers(self, why):
+        if why != "resume":
+            super()._wake_producers(why)
+            return
+        self._room_changes += 1
+        self._room.notify()  # the bug: one producer, not all
 
 
 make = factory(ResumeWakesOne)
