@@ -383,11 +383,35 @@ def _expect_lease(value: Any, sample_id: str, redelivery: int, what: str) -> Non
 # -- acquire: woken by put, fail, reclaim, close ----------------------------------------------
 
 
-def _blocked_consumer(qq: _Queue, who: str = "") -> _Call:
-    """A consumer (``who`` names it among several) blocked in ``acquire(poll_interval=30)``."""
+def _blocked_consumer(
+    qq: _Queue, who: str = "", why: str = "with nothing pending and the queue open it must wait"
+) -> _Call:
+    """A consumer (``who`` names it among several) blocked in ``acquire(poll_interval=30)``
+    (``why`` says why it must wait)."""
     consumer = qq.start(f"{who}acquire(poll_interval={LONG_POLL})", lambda: qq.q.acquire(poll_interval=LONG_POLL))
-    qq.stays_blocked(consumer, "with nothing pending and the queue open it must wait")
+    qq.stays_blocked(consumer, why)
     return consumer
+
+
+def _blocked_producer(
+    qq: _Queue, ref: Any, why: str, *, abort_when: Callable[[], bool] | None = None, poll: float = LONG_POLL
+) -> _Call:
+    """A producer blocked in ``put_blocks_until_below(ref, poll_interval=poll)``, with
+    ``abort_when`` or without (``why`` says why it must wait)."""
+    name = ref.sample_id
+    if abort_when is None:
+        what = f"put_blocks_until_below({name!r}, poll_interval={poll}) without abort_when"
+        producer = qq.start(what, lambda: qq.q.put_blocks_until_below(ref, poll_interval=poll))
+    else:
+        what = f"put_blocks_until_below({name!r}, poll_interval={poll}, abort_when=...)"
+        producer = qq.start(what, lambda: qq.q.put_blocks_until_below(ref, poll_interval=poll, abort_when=abort_when))
+    qq.stays_blocked(producer, why)
+    return producer
+
+
+def _outcome(call: _Call) -> str:
+    """How ``call`` ended, for a message."""
+    return f"raised {type(call.error).__name__}: {call.error}" if call.error else "returned normally"
 
 
 def _leased(qq: _Queue, sample_id: str) -> Any:
@@ -487,9 +511,8 @@ def _woken_by_drain(attempt: _Attempt) -> float:
     qq = attempt.queue(watermarks=False, visibility=_VISIBILITY)
     lease = _leased(qq, "w0")
     qq.ask("close()", qq.q.close)
-    consumer = qq.start(f"acquire(poll_interval={LONG_POLL})", lambda: qq.q.acquire(poll_interval=LONG_POLL))
-    qq.stays_blocked(
-        consumer, "the queue is closed but not drained (a lease is outstanding and may come back): it must wait"
+    consumer = _blocked_consumer(
+        qq, why="the queue is closed but not drained (a lease is outstanding and may come back): it must wait"
     )
     answer, at = qq.ask_at("ack(lease of 'w0')", lambda: qq.q.ack(lease))
     if answer is not True:
@@ -549,16 +572,13 @@ def _paused_producer(qq: _Queue, *, abort_when: Callable[[], bool] | None = None
     lease = qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound))
     _expect_lease(lease, "big", 0, "acquire() with one ref pending")
     small = qq.store_put("small", 1)
-    if abort_when is None:
-        what = f"put_blocks_until_below('small', poll_interval={poll}) without abort_when"
-        producer = qq.start(what, lambda: qq.q.put_blocks_until_below(small, poll_interval=poll))
-    else:
-        what = f"put_blocks_until_below('small', poll_interval={poll}, abort_when=...)"
-        producer = qq.start(what, lambda: qq.q.put_blocks_until_below(small, poll_interval=poll, abort_when=abort_when))
-    qq.stays_blocked(
-        producer,
+    producer = _blocked_producer(
+        qq,
+        small,
         f"the store holds 3b (b = {UNIT_BYTES} bytes), 2b of it ('big') leased, high = 2b, low = b: the step pauses "
         f"and, with work a consumer can free, the producer must wait" + ("" if abort_when is None else " while abort_when() is false"),
+        abort_when=abort_when,
+        poll=poll,
     )
     if qq.events != ["pause"]:
         raise _Failed(f"the producer paused at high; on_pause/on_resume were called {qq.events}, not ['pause']")
@@ -613,15 +633,8 @@ def _all_woken_by_resume(attempt: _Attempt) -> float:
     qq.ask("put('work')", lambda: qq.q.put(work))  # work a consumer could free: a paused step waits
     producers = []
     for name in ("p1", "p2"):
-        ref = qq.store_put(name, 1)
-        what = f"put_blocks_until_below({name!r}, poll_interval={LONG_POLL}) without abort_when"
-        producer = qq.start(what, lambda ref=ref: qq.q.put_blocks_until_below(ref, poll_interval=LONG_POLL))
-        qq.stays_blocked(
-            producer,
-            f"high = 4b, low = 2b, a 3b orphan and 'work' (b) pending: the effective residency is 4b, paused, and "
-            f"the producer must wait",
-        )
-        producers.append(producer)
+        why = "high = 4b, low = 2b, a 3b orphan and 'work' (b) pending: the effective residency is 4b, paused, and "
+        producers.append(_blocked_producer(qq, qq.store_put(name, 1), why + "the producer must wait"))
     if qq.events != ["pause"]:
         raise _Failed(f"two producers blocked at high; on_pause/on_resume were called {qq.events}, not ['pause']")
     scrubbed = qq.ask("store.scrub('orphan')", lambda: qq.store.scrub(orphan))  # the queue is not told
@@ -641,16 +654,14 @@ def _put_woken_by_close(attempt: _Attempt) -> float:
     qq = attempt.queue(watermarks=True, visibility=_VISIBILITY)
     _, first = _paused_producer(qq)
     # A second producer blocks beside it: 4b stored, 'small' (b) parked, its own b: 2b, still paused.
-    other = qq.store_put("other", 1)
-    what = f"put_blocks_until_below('other', poll_interval={LONG_POLL}) without abort_when"
-    second = qq.start(what, lambda: qq.q.put_blocks_until_below(other, poll_interval=LONG_POLL))
-    qq.stays_blocked(second, "a second producer at high (4b stored, 'small' parked, its own b: 2b) must wait too")
+    second = _blocked_producer(
+        qq, qq.store_put("other", 1), "a second producer at high (4b stored, 'small' parked, its own b: 2b) must wait too"
+    )
     _, at = qq.ask_at("close()", qq.q.close)
     latency = max(qq.woken(producer, "close()", at) for producer in (first, second))
     for producer in (first, second):
         if producer.error is None or rejection_kind(producer.error) != "closed":
-            got = f"raised {type(producer.error).__name__}: {producer.error}" if producer.error else "returned normally"
-            raise _Failed(f"{producer.what} {got} when the queue closed; it must raise QueueClosed")
+            raise _Failed(f"{producer.what} {_outcome(producer)} when the queue closed; it must raise QueueClosed")
     pending = qq.ask("pending_count()", qq.q.pending_count)
     if pending != 0:
         raise _Failed(f"the blocked producers raised QueueClosed, but pending_count() is {pending}: a ref was enqueued")
@@ -664,8 +675,7 @@ def _abort_when(attempt: _Attempt) -> float:
     abort.set()
     latency = qq.woken(producer, "abort_when() turning true", time.monotonic())
     if producer.error is None or rejection_kind(producer.error) != "aborted":
-        got = f"raised {type(producer.error).__name__}: {producer.error}" if producer.error else "returned normally"
-        raise _Failed(f"{producer.what} {got} once abort_when() was true; it must raise PutAborted")
+        raise _Failed(f"{producer.what} {_outcome(producer)} once abort_when() was true; it must raise PutAborted")
     pending = qq.ask("pending_count()", qq.q.pending_count)
     if pending != 0:
         raise _Failed(f"{producer.what} raised PutAborted, but pending_count() is {pending}: the ref was enqueued")
@@ -793,8 +803,7 @@ def _callbacks_in_order(attempt: _Attempt) -> None:
         )
     _raised(resumer)
     if pauser.error is None or rejection_kind(pauser.error) != "aborted":
-        got = f"raised {type(pauser.error).__name__}: {pauser.error}" if pauser.error else "returned normally"
-        raise _Failed(f"{pauser.what} {got}; with 'small' pending and the store at 4b it pauses: PutAborted")
+        raise _Failed(f"{pauser.what} {_outcome(pauser)}; with 'small' pending and the store at 4b it pauses: PutAborted")
     if qq.events != ["pause", "resume", "pause"]:
         raise _Failed(
             f"the queue paused, resumed and paused again, and on_pause/on_resume were called {qq.events}, not "
@@ -818,8 +827,7 @@ def _one_step(qq: _Queue, ref: Any, kind: str | None) -> BaseException | None:
         return call.error
     if isinstance(call.error, _CallbackError):
         return call.error
-    got = f"raised {type(call.error).__name__}: {call.error}" if call.error else "returned normally"
-    raise _Failed(f"{what} {got}; {'it should enqueue' if kind is None else f'it should raise an error of kind {kind!r}'}")
+    raise _Failed(f"{what} {_outcome(call)}; {'it should enqueue' if kind is None else f'it should raise an error of kind {kind!r}'}")
 
 
 def _callback_errors_propagate(attempt: _Attempt) -> None:
