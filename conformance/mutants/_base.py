@@ -243,7 +243,7 @@ class BaseQueue:
             self._dead.append(DeadLetter(entry.ref, reason, entry.deliveries))
         self._remember(entry.ref.sample_id)
         self._wake_producers("ack" if reason is None else "dead_letter")
-        self._wake_if_drained()
+        self._wake_if_drained("ack" if reason is None else "dead_letter")
 
     def _wake_producers(self, why: str) -> None:
         """Room may have changed (``why``: "ack", "dead_letter", "park", "resume"
@@ -252,9 +252,10 @@ class BaseQueue:
         self._room_changes += 1
         self._room.notify_all()
 
-    def _wake_if_drained(self) -> None:
-        """The last sample of a closed queue finished: every waiting consumer's
-        ``acquire`` returns its terminal None now (D3)."""
+    def _wake_if_drained(self, why: str) -> None:
+        """If the last sample of a closed queue just finished (``why``: "ack" or
+        "dead_letter"), every waiting consumer's ``acquire`` returns its terminal
+        None now (D3)."""
         if self._drained():
             self._ready.notify_all()
 

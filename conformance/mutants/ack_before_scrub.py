@@ -14,7 +14,7 @@ class AckBeforeScrub(BaseQueue):
             self._dead.append(DeadLetter(entry.ref, reason, entry.deliveries))
         self._remember(entry.ref.sample_id)
         self._wake_producers("ack" if reason is None else "dead_letter")
-        self._wake_if_drained()
+        self._wake_if_drained("ack" if reason is None else "dead_letter")
         self._store.scrub(entry.ref)
 
 

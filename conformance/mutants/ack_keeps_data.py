@@ -15,7 +15,7 @@ class AckKeepsData(BaseQueue):
         del self._entries[entry.ref.sample_id]
         self._remember(entry.ref.sample_id)
         self._wake_producers("ack")
-        self._wake_if_drained()
+        self._wake_if_drained("ack")
 
 
 make = factory(AckKeepsData)

@@ -13,7 +13,7 @@ from conformance.mutants._base import BaseQueue, factory
 
 
 class DrainNoWake(BaseQueue):
-    def _wake_if_drained(self):
+    def _wake_if_drained(self, why):
         pass  # the bug: drained, and the waiting consumers are not told
 
 

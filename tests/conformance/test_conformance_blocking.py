@@ -38,6 +38,7 @@ def test_a_correct_backend_passes_every_check_within_the_bound(target):
         ("reclaim_no_wake", "acquire-woken-by-reclaim", "was still blocked 1.0 s after reclaim_expired() returned"),
         ("close_no_wake", "acquire-woken-by-close", "was still blocked 1.0 s after close() of the empty queue returned"),
         ("drain_no_wake", "acquire-woken-by-drain", "acquire(poll_interval=30.0) was still blocked 1.0 s after the ack that drained the closed queue returned"),
+        ("dead_letter_drain_no_wake", "acquire-woken-by-drain", "consumer 1's acquire(poll_interval=30.0) was still blocked 1.0 s after the dead_letter that drained the closed queue returned"),
         ("put_wakes_if_empty", "acquire-each-woken-by-puts", "consumer 2's acquire(poll_interval=30.0) was still blocked 1.0 s after put('w0') then put('w1') returned"),
         ("close_wakes_one", "acquire-all-woken-by-close", "was still blocked 1.0 s after close() of the empty queue returned"),
         ("resume_wakes_one", "put-all-woken-by-resume", "without abort_when was still blocked 1.0 s after put_blocks_until_below('p3', abort_when=lambda: True), the step that resumed"),

@@ -23,10 +23,11 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     loop would spin) nor more than the bound after it (an interval rounded
     up to whole seconds, or ignored).
 ``acquire-woken-by-drain``
-    the queue is closed with one lease outstanding, so a consumer blocked in
-    ``acquire(poll_interval=30)`` must wait (the lease may come back); the
-    ``ack`` that drains the queue must wake it within the bound, with the
-    terminal ``None``.
+    the queue is closed with one lease outstanding, so two consumers blocked
+    in ``acquire(poll_interval=30)`` must wait (the lease may come back); the
+    ``ack`` that drains the queue must wake both within the bound, with the
+    terminal ``None``; then the same on a fresh queue with ``dead_letter``
+    (where the backend has it).
 ``acquire-each-woken-by-puts``
     two consumers block in ``acquire(poll_interval=30)``; two ``put`` calls
     back to back must wake both within the bound of the second's return, one
@@ -508,20 +509,26 @@ def _acquire_times_out(attempt: _Attempt) -> float:
 
 
 def _woken_by_drain(attempt: _Attempt) -> float:
-    qq = attempt.queue(watermarks=False, visibility=_VISIBILITY)
-    lease = _leased(qq, "w0")
-    qq.ask("close()", qq.q.close)
-    consumer = _blocked_consumer(
-        qq, why="the queue is closed but not drained (a lease is outstanding and may come back): it must wait"
-    )
-    answer, at = qq.ask_at("ack(lease of 'w0')", lambda: qq.q.ack(lease))
-    if answer is not True:
-        raise _Failed(f"ack of the live lease on 'w0' returned {answer!r}, not True")
-    latency = qq.woken(consumer, "the ack that drained the closed queue", at)
-    _raised(consumer)
-    if consumer.value is not None:
-        raise _Failed(f"{consumer.what} returned {_show(consumer.value)} once the closed queue drained, not None")
-    return latency
+    latencies = []
+    for how in ("ack", "dead_letter") if attempt.backend.capabilities.dead_letter else ("ack",):
+        qq = attempt.queue(watermarks=False, visibility=_VISIBILITY)
+        lease = _leased(qq, "w0")
+        qq.ask("close()", qq.q.close)
+        why = "the queue is closed but not drained (a lease is outstanding and may come back): it must wait"
+        consumers = [_blocked_consumer(qq, f"consumer {k}'s ", why) for k in (1, 2)]
+        if how == "ack":
+            call, finish = "ack(lease of 'w0')", lambda: qq.q.ack(lease)
+        else:
+            call, finish = "dead_letter(lease of 'w0', 'kit')", lambda: qq.q.dead_letter(lease, "kit")
+        answer, at = qq.ask_at(call, finish)
+        if answer is not True:
+            raise _Failed(f"{call} of the live lease returned {answer!r}, not True")
+        latencies += [qq.woken(consumer, f"the {how} that drained the closed queue", at) for consumer in consumers]
+        for consumer in consumers:
+            _raised(consumer)
+            if consumer.value is not None:
+                raise _Failed(f"{consumer.what} returned {_show(consumer.value)} once the closed queue drained, not None")
+    return max(latencies)
 
 
 def _each_woken_by_puts(attempt: _Attempt) -> float:
@@ -929,8 +936,8 @@ _WHAT = {
     "of the empty queue",
     "acquire-times-out": "acquire(poll_interval=4 * bound) on the empty open queue returns None after its interval, "
     "within the bound",
-    "acquire-woken-by-drain": "a consumer blocked in acquire(poll_interval=30) on a closed queue with a lease out "
-    "returns None within the bound of the ack that drains it",
+    "acquire-woken-by-drain": "two consumers blocked in acquire(poll_interval=30) on a closed queue with a lease out "
+    "return None within the bound of the ack (and, on a fresh queue, the dead_letter) that drains it",
     "acquire-each-woken-by-puts": "two consumers blocked in acquire(poll_interval=30) each take one of two back-to-back "
     "puts within the bound",
     "acquire-all-woken-by-close": "three consumers blocked in acquire(poll_interval=30) all return None within the "
