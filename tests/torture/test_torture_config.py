@@ -1,0 +1,92 @@
+"""The torture's configuration and schedule: checked before anything starts,
+and every fault schedule a pure function of the seed."""
+
+from __future__ import annotations
+
+import pytest
+
+from refqueue.torture.config import TortureConfig, check_loopback_url, parse_faults
+from refqueue.torture.schedule import MEAN_INTERVAL, plan
+
+
+def test_faults_parse_to_a_subset_in_a_fixed_order():
+    assert parse_faults("pause,kill") == ("kill", "pause")
+    assert parse_faults(" drop , restart ") == ("drop", "restart")
+    assert parse_faults("none") == ()
+
+
+def test_an_unknown_fault_is_refused_with_the_fix():
+    with pytest.raises(ValueError, match=r"^--faults 'kill,crash': unknown fault\(s\) \['crash'\]; pass a "
+                                         r"comma-separated subset of kill,drop,restart,pause, or 'none' for a run "
+                                         r"without faults$"):
+        parse_faults("kill,crash")
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "redis://localhost:6380/2", "redis://[::1]:6379/0",
+                                 "redis://user:pw@127.0.0.2:6379/0"])
+def test_loopback_urls_are_accepted(url):
+    assert check_loopback_url(url) == url
+
+
+def test_a_url_off_this_machine_is_refused_without_its_password():
+    with pytest.raises(ValueError, match=r"^--url 'redis://u:\*\*\*@10\.0\.0\.5:6379/0' names host '10\.0\.0\.5', "
+                                         r"which is not a loopback address; .* pass a server on 127\.0\.0\.1 \(or ::1, "
+                                         r"localhost\), or leave --url out for a throwaway one$"):
+        check_loopback_url("redis://u:secret@10.0.0.5:6379/0")
+
+
+def test_a_tls_url_is_refused():
+    with pytest.raises(ValueError, match=r"^--url 'rediss://127\.0\.0\.1:6379/0' has scheme 'rediss'; the torture "
+                                         r"proxies plain TCP"):
+        check_loopback_url("rediss://127.0.0.1:6379/0")
+
+
+def test_faults_that_need_the_servers_process_are_refused_with_a_users_server():
+    with pytest.raises(ValueError, match=r"^--faults restart,pause needs the server's process, which --url does not "
+                                         r"give this run; leave --url out \(a throwaway redis-server\) or drop "
+                                         r"restart,pause$"):
+        TortureConfig(faults=("kill", "restart", "pause"), url="redis://127.0.0.1:6379/0")
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("duration", 0, r"^--duration=0 must be > 0; pass e.g. 2$"),
+    ("producers", 1.5, r"^--producers=1.5 must be an int; pass e.g. 2$"),
+    ("persistence", "sometimes", r"^--persistence 'sometimes' is not one of always, everysec, none; "),
+    ("socket_timeout", 1.0, r"^--socket-timeout 1.0 must be > 1 s: a blocked acquire waits in slices of up to 1 s"),
+    ("seed", -1, r"^--seed -1 must be an int >= 0; pass e.g. --seed 42$"),
+])
+def test_bad_values_are_refused_naming_them(field, value, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        TortureConfig(**{field: value})
+
+
+def test_the_proxy_is_used_when_replies_are_dropped_unless_told_otherwise():
+    assert TortureConfig(faults=("drop",)).uses_proxy
+    assert not TortureConfig(faults=("kill",)).uses_proxy
+    assert TortureConfig(faults=(), proxy=True).uses_proxy
+
+
+def test_the_same_seed_gives_the_same_schedule_and_another_seed_another():
+    args = (("kill", "drop", "restart", "pause"), 60.0, 2, 3, 2.5)
+    assert plan(7, *args) == plan(7, *args)
+    assert plan(7, *args) != plan(8, *args)
+
+
+def test_each_fault_kind_keeps_its_schedule_in_any_mix():
+    everything = plan(7, ("kill", "drop", "restart", "pause"), 60.0, 2, 3, 2.5)
+    for kind in ("kill", "drop", "restart", "pause"):
+        alone = plan(7, (kind,), 60.0, 2, 3, 2.5)
+        assert alone == tuple(step for step in everything if step.fault == kind)
+
+
+def test_a_schedule_stays_inside_the_run_and_pauses_outlast_the_socket_timeout():
+    steps = plan(11, ("kill", "drop", "restart", "pause"), 120.0, 2, 3, 2.5)
+    assert [s.at for s in steps] == sorted(s.at for s in steps)
+    assert all(1.0 <= s.at <= 119.0 for s in steps)
+    kinds = {s.fault for s in steps}
+    assert kinds == {"kill", "drop", "restart", "pause"}
+    assert all(s.seconds > 2.5 for s in steps if s.fault == "pause")
+    assert {s.target for s in steps if s.fault == "kill"} <= {"c0", "c1", "c2", "p0", "p1"}
+    assert {s.mode for s in steps if s.fault == "kill"} == {"anywhere", "mid-ack"}
+    drops = sum(1 for s in steps if s.fault == "drop")
+    assert 120 / MEAN_INTERVAL["drop"] / 2 < drops < 120 / MEAN_INTERVAL["drop"] * 2  # about one every 1.5 s
