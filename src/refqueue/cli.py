@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace-check": ("refqueue.trace_check.cli", "check recorded event logs against the reference model"),
     "report": ("refqueue.report", "draw an HTML report (inline SVG) of a recorded event log"),
     "top": ("refqueue.top", "a live terminal view of a queue's metrics, from the event log it writes"),
+    "torture": ("refqueue.torture.cli", "producer and consumer processes over Redis under faults, checked"),
 }
 
 
