@@ -250,8 +250,8 @@ def _residency(c: _Context) -> Verdict:
         found.append(Anomaly("health_mismatch", f"health() counts {residency.result['sample_count']} samples "
                              f"({residency.result['resident_bytes']} bytes); the directory holds {len(files)}",
                              (residency.index,)))
-    return _verdict(name, f"{len(files)} sample files left after close, drain, intents and gc: only orphans of "
-                    f"killed producers", found, notes)
+    return _verdict(name, f"{len(files)} sample files left after close, drain, intents and gc (only a killed "
+                    f"producer's unenqueued data may stay)", found, notes)
 
 
 def _resident(c: _Context, s, residency: Op) -> Anomaly:

@@ -10,8 +10,11 @@ does to finish a run, and what the checker needs to see.
    read, ack, as a consumer would;
 4. the remaining consumers are told to stop;
 5. ``collect_intents()`` where the backend has it (scrubs the data of acks
-   whose scrub never happened); ``store.gc()`` (recounts the shared
-   counters, removes dead writers' temporaries);
+   whose scrub never happened), once one visibility timeout has passed
+   since the last fault (an intent is collectable that long after its
+   commit: the run waits out the bound the backend states, and does not ask
+   for the recent ones); ``store.gc()`` (recounts the shared counters,
+   removes dead writers' temporaries);
 6. ``dead_letters()``, then the residency: the sample files left in the
    store's directory and ``store.health()``.
 
@@ -36,7 +39,7 @@ _DRAIN_LIMIT_S = 120.0  # the whole drain, hand drain included
 
 
 def finish_run(rec: Recorder, supervisor: Supervisor, queue: Any, store: Any, spec: dict[str, Any],
-               producers: list[str], consumers: list[str], say: Any) -> dict[str, Any]:
+               producers: list[str], consumers: list[str], say: Any, faults_over: float) -> dict[str, Any]:
     """Steps 1-6; returns what the report shows of them."""
     from refqueue import errors
     from refqueue.backends.redis import RedisUnavailable
@@ -69,6 +72,10 @@ def finish_run(rec: Recorder, supervisor: Supervisor, queue: Any, store: Any, sp
     if not summary["state_lost"]:
         collect = getattr(queue, "collect_intents", None)
         if callable(collect):
+            # The backend's bound: an intent is collectable one visibility timeout after its commit.
+            wait = faults_over + spec["visibility_timeout"] + 0.1 - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
             summary["intents_collected"] = careful("collect_intents", {}, collect)
         else:
             rec.ok(rec.invoke("collect_intents", {}), {"available": False})

@@ -127,7 +127,7 @@ def run_torture(config: TortureConfig, progress: Any = sys.stderr) -> RunResult:
         slots = list(supervisor.slots)
         summary = finish_run(final_rec, supervisor, queue, store, spec,
                              [s for s in slots if s.startswith("p")], [s for s in slots if s.startswith("c")],
-                             lambda text: _say(progress, text))
+                             lambda text: _say(progress, text), faults_over=time.monotonic())
         summary["injected"] = dict(nemesis.injected)
         summary["deaths"] = supervisor.deaths
         if config.url is not None:
