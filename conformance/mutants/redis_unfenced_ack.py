@@ -13,24 +13,29 @@ from __future__ import annotations
 from typing import Any
 
 from refqueue.backends import redis as redis_backend
-from refqueue.backends._redis_scripts import PRELUDE
+from refqueue.backends._redis_scripts import SCRIPTS
 
 # The fenced ack commits only if the record's lease id is the lease's; this
-# one commits if the sample is leased at all.
-_UNFENCED_ACK = PRELUDE + r"""
-local id = ARGV[4]
+# one commits if the sample is leased at all (the lease id argument, A[2],
+# is ignored).
+_UNFENCED_ACK = r"""
+local id = A[1]
 if not redis.call('HGET', LEASE, id) then return 0 end
-local done = finish(id, false)
+local _, due = times(A[4], A[5], A[6])
+local done = finish(id, false, due)
 return {done[1], done[2], producers_waiting()}
 """
 
 
 class UnfencedAck(redis_backend.RedisSampleRefQueue):
+    SCRIPT_BODIES = {**SCRIPTS, "finish_unfenced": _UNFENCED_ACK}
+
     def ack(self, lease: Any) -> bool:
         sample_id, _lease_id = self._check_lease("ack", lease)
         with self._store_lock:
+            now, due = self._times(self._vt_seconds)
             with self._connection("ack"):
-                answer = self._redis.eval(_UNFENCED_ACK, 1, self._prefix, *self._config_args, sample_id)
+                answer = self._run("finish_unfenced", sample_id, _lease_id, "", now, due, self._vt_text)
             if answer == 0:
                 return False
             ref_json, undo, producers = answer

@@ -19,6 +19,7 @@ _EXPORTS = {
     "ForeignLease": "refqueue.errors",
     "PutAborted": "refqueue.errors",
     "QueueClosed": "refqueue.errors",
+    "QueueStateLost": "refqueue.errors",
     "RefMismatch": "refqueue.errors",
     "RefQueueError": "refqueue.errors",
     "ReplayedSample": "refqueue.errors",

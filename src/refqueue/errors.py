@@ -24,6 +24,7 @@ __all__ = [
     "DuplicateSample",
     "ReplayedSample",
     "ForeignLease",
+    "QueueStateLost",
     "StoreClosed",
     "SampleMissing",
     "StoreFull",
@@ -68,6 +69,16 @@ class ForeignLease(RefQueueError, ValueError):
     """A lease minted by another queue (another epoch) was handed to this one."""
 
     KIND = "foreign"
+
+
+class QueueStateLost(RefQueueError, RuntimeError):
+    """The queue's shared state is gone or older than what was already seen:
+    its server restarted without persistence, was flushed, or came back
+    without its last writes (D9).  Every call of every client raises it
+    from then on; nothing of the lost state (no lease of its epoch) is ever
+    accepted again.  The message says how to recover (docs/REDIS.md)."""
+
+    KIND = "state_lost"
 
 
 class StoreClosed(RefQueueError, RuntimeError):

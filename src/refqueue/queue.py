@@ -641,6 +641,23 @@ class SampleRefQueue:
             reclaimer.start()
             self._reclaimer = reclaimer
 
+    @property
+    def reclaimer_running(self) -> bool:
+        """True while the background reclaimer runs."""
+        with self._reclaimer_lock:
+            reclaimer = self._reclaimer
+        return reclaimer is not None and reclaimer.running
+
+    def reclaimer_status(self) -> dict[str, Any]:
+        """The background reclaimer: running, interval, leases reclaimed, and
+        what stopped it early (``stopped_by``); ``{"running": False}`` when
+        none was started (``Reclaimer.status``)."""
+        with self._reclaimer_lock:
+            reclaimer = self._reclaimer
+        if reclaimer is None:
+            return {"running": False}
+        return reclaimer.status()
+
     def stop_reclaimer(self) -> None:
         """Stop the background reclaimer and wait for it (no-op if none; it
         does not wait when called from the reclaimer thread itself).

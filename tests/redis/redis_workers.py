@@ -67,13 +67,13 @@ def park_and_wait(url: str, name: str, conn) -> None:
     q.put_blocks_until_below(ref, poll_interval=30)
 
 
-def _shared_queue(url: str, name: str, root: str):
+def _shared_queue(url: str, name: str, root: str, seconds: float = 30.0):
     from refqueue.backends.redis import RedisSampleRefQueue
     from refqueue.queue import VisibilityTimeout
     from refqueue.stores.shared_dir import SharedDirFeatureStore
 
     store = SharedDirFeatureStore(root, fsync=False)
-    return store, RedisSampleRefQueue(store, VisibilityTimeout(30.0), url=url, name=name)  # server time
+    return store, RedisSampleRefQueue(store, VisibilityTimeout(seconds), url=url, name=name)  # server time
 
 
 def produce_to_shared_dir(url: str, name: str, root: str, count: int, conn) -> None:
@@ -109,3 +109,20 @@ def consume_from_shared_dir(url: str, name: str, root: str, conn) -> None:
         store.release(handle)
         assert q.ack(lease)
     conn.send_bytes(json.dumps(seen).encode())
+
+
+def ack_and_stop_before_scrub(url: str, name: str, root: str, conn) -> None:
+    """Lease the one pending sample and ack it; the store's scrub says
+    "committed" (the ack's script has run) and then never returns, so the
+    parent kills this process between the commit and the scrub (D9)."""
+    import threading
+
+    store, q = _shared_queue(url, name, root, seconds=1.0)
+
+    def scrub_never(ref):
+        conn.send_bytes(json.dumps(ref.sample_id).encode())
+        threading.Event().wait()  # killed here
+
+    store.scrub = scrub_never
+    lease = q.acquire(poll_interval=10)
+    q.ack(lease)

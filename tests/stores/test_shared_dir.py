@@ -51,6 +51,31 @@ def test_scrub_removes_the_data_and_a_holder_keeps_its_tensors(tmp_path):
     assert (store.health().resident_bytes, store.health().sample_count) == (0, 0)
 
 
+def test_a_late_scrub_of_an_old_put_never_removes_a_later_put_of_the_same_id(tmp_path):
+    # D9: a scrub intent collected after its committing client died may scrub the
+    # old incarnation again after the id was put anew with the very same tensors.
+    store = SharedDirFeatureStore(tmp_path)
+    old = put(store, "s1")
+    assert store.scrub(old) is True
+    new = put(store, "s1")  # the same id and tensors: a re-put (D5)
+    assert new != old and new.feature_specs == old.feature_specs
+    assert store.scrub(old) is False  # the late scrub of the old put
+    got, _ = store.get(new)
+    assert torch.equal(got["input_ids"], eagle3_tensors()["input_ids"])
+    assert (store.health().resident_bytes, store.health().sample_count) == (new.estimated_bytes, 1)
+
+
+def test_refs_lists_what_is_published(tmp_path):
+    store = SharedDirFeatureStore(tmp_path)
+    a, b = put(store, "b"), put(store, "a")
+    assert store.refs() == [b, a]  # by sample id
+    store.scrub(a)
+    assert store.refs() == [b]
+    store.close()
+    with pytest.raises(StoreClosed, match="refs needs an open store"):
+        store.refs()
+
+
 def test_rejections(tmp_path):
     store = SharedDirFeatureStore(tmp_path, max_samples=1)
     ref = put(store, "s1")

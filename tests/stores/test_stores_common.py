@@ -30,13 +30,18 @@ def both(tmp_path, **caps):
     ]
 
 
-def test_the_same_put_makes_the_same_ref_but_for_the_store(tmp_path):
+def test_the_same_put_makes_the_same_ref_but_for_the_store_and_the_shared_dirs_put_token(tmp_path):
     (_, local), (_, shared) = both(tmp_path)
     a, b = put(local, "s1"), put(shared, "s1")
     assert a == SampleRef.build(
         "s1", b.feature_specs, store_uri="mem://x", algorithm=FeatureAlgorithm.EAGLE3, num_tokens=4, **META
     )
-    assert a.to_dict() | {"store_uri": "file://x"} == b.to_dict()
+    # The shared directory's feature keys carry a token drawn for the put (D9: a
+    # late scrub of one put never removes another put's data); the rest is equal.
+    token = list(b.feature_keys.values())[0].split("/")[0]
+    assert token.startswith("s1@") and len(token) == len("s1@") + 16
+    assert dict(b.feature_keys) == {name: f"{token}/{name}" for name in a.feature_keys}
+    assert a.to_dict() | {"store_uri": "file://x", "feature_keys": dict(b.feature_keys)} == b.to_dict()
     assert a.estimated_bytes == SIZE and list(a.feature_keys.values())[0] == "s1/aux_hidden_states"
 
 

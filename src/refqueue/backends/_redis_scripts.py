@@ -6,9 +6,11 @@ Keys (``P`` is the queue's key prefix, ``KEYS[1]``; all keys of one queue
 share it, so one server holds many queues):
 
 ``P meta``       hash: ``epoch``, ``config`` (JSON), ``closed`` ("1"),
-                 ``paused`` ("1"), ``room`` (the room
-                 generation), ``seq`` (the last lease id minted: the fencing
-                 token), ``dropped`` (dead letters dropped)
+                 ``paused`` ("1"), ``room`` (the room generation), ``seq``
+                 (the last lease id minted: the fencing token), ``dropped``
+                 (dead letters dropped), ``version`` and ``tip`` (see
+                 "State loss" below), ``lost`` (why the state was found lost)
+``P tips``       hash: ``version % 1024`` -> the tip at that version
 ``P pending``    list of sample ids, the FIFO (RPUSH at the tail, LPOP the head)
 ``P refs``       hash sample id -> ``SampleRef.to_json()``: every live sample
 ``P lease``      hash sample id -> its live lease id (leased samples only)
@@ -20,6 +22,14 @@ share it, so one server holds many queues):
 ``P done``/``P doneset``  the last ``dedup_window`` completed ids (D5)
 ``P acked``      list: the newest 10,000 lease ids whose ack committed, newest
                  first (``lease_state`` after a reply lost mid-ack)
+``P intents``    hash sample id -> the ref JSON of a completion whose data is
+                 not known to be scrubbed yet (the *scrub intent*, D9)
+``P intentdue``  sorted set: sample id of each intent, score the time (the
+                 queue's clock) after which anyone may collect it
+``P donerefs``/``P doneorder``  hash id -> the ref JSON of its latest
+                 completion, and a sorted set ordering them (the newest
+                 10,000 kept): a put retried after a lost reply finds there
+                 that its first attempt committed and completed
 ``P wake``       list of tokens consumers block on (BLPOP): a put or requeue
                  pushes one while there are fewer tokens than pending refs;
                  an acquire that empties pending deletes them; a drained
@@ -31,33 +41,69 @@ share it, so one server holds many queues):
                  parked bytes stop counting); each has a list
                  ``P room:<token>`` it blocks on, pushed by ``notify_room``
 
+Arguments: ``ARGV[1..3]`` the config the scripts read (max_deliveries, ""
+for none; dedup_window; dead letter limit), ``ARGV[4]`` the client's epoch,
+``ARGV[5]``/``ARGV[6]`` the newest version and tip the client has seen;
+the script's own arguments follow, read as ``A[1]``, ``A[2]``, ...
+
+Scrub intents (D9).  A completion (ack, dead letter) records the sample's
+ref in ``intents`` in the same script that commits it, due one visibility
+timeout later.  The committing client scrubs the data and then clears the
+intent (``clear_intent``, only if it still names that ref).  A client killed
+between the two, a reply lost, a server killed: the intent stays, and once
+due any client collects it (``collect``: claims it for another timeout,
+then scrubs and clears).  A scrub is a compare-and-delete of the exact ref,
+so doing it twice, or late, is harmless; a collector that dies after its
+claim leaves the intent due again one timeout later.
+
+State loss.  Every script but ``create`` starts with ``guard()``: the
+queue's ``meta`` must exist with the client's epoch and no ``lost`` mark,
+and must not be older than what the client has seen.  Each script that
+changes the queue moves ``version`` on by one and ``tip`` to a hash of the
+previous tip, the server's time and the version, remembered in ``tips`` for
+the last 1,024 versions; every answer carries (version, tip).  A server that
+restarted empty (no persistence), was flushed, or came back without its
+last writes (``appendfsync everysec`` and a crash, a failover that lost
+writes) is found out at the first call of a client that saw more than it
+holds: a version ahead of the server's, or a tip the server's history does
+not have.  The guard then marks the queue ``lost`` (kept until an operator
+deletes the queue) and every call of every client answers the error
+``REFQUEUE_LOST <why>``, which the client raises as ``QueueStateLost``.  A
+client more than 1,024 versions behind is not compared by tip (only by
+version): a loss it alone could reveal goes unnoticed.
+
+Every script checks before it writes: after ``guard()``, the reads that
+decide come first, so a script that answers an error has changed nothing
+(but the ``lost`` mark).
+
 Time: ``now`` and the new deadline arrive as decimal strings (the client's
 injected clock, computed in Python so the lease's deadline is exactly
 ``clock.now() + seconds``), or as "" for the server's ``TIME``.  Scores go
-to Redis as strings, so no deadline passes through Lua arithmetic when a
-clock is injected.
+to Redis as strings, so no lease deadline passes through Lua arithmetic
+when a clock is injected.
 """
 
 from __future__ import annotations
 
-__all__ = ["KEYS", "PRELUDE", "SCRIPTS"]
+__all__ = ["KEYS", "LOST", "PRELUDE", "READS", "SCRIPTS", "source"]
 
 # Every key of a queue but the producers' ``room:<token>`` lists (which expire
 # by themselves within a minute), after the prefix.
-KEYS = ("meta", "pending", "refs", "lease", "deliv", "redeliv", "deadlines", "dead", "done", "doneset",
-        "wake", "producers", "acked", "parked")
+KEYS = ("meta", "tips", "pending", "refs", "lease", "deliv", "redeliv", "deadlines", "dead", "done", "doneset",
+        "wake", "producers", "acked", "parked", "intents", "intentdue", "donerefs", "doneorder")
 
-# Helpers every script starts with.  ARGV[1] of every script is the config
-# the scripts read: max_deliveries ("" for none), dedup_window, dead letter limit.
+# Helpers every script starts with.
 PRELUDE = r"""
 local P = KEYS[1]
 local META, PENDING, REFS, LEASE = P .. 'meta', P .. 'pending', P .. 'refs', P .. 'lease'
 local DELIV, REDELIV, DEADLINES = P .. 'deliv', P .. 'redeliv', P .. 'deadlines'
 local DEAD, DONE, DONESET, WAKE, PRODUCERS = P .. 'dead', P .. 'done', P .. 'doneset', P .. 'wake', P .. 'producers'
-local ACKED, PARKED = P .. 'acked', P .. 'parked'
+local ACKED, PARKED, TIPS = P .. 'acked', P .. 'parked', P .. 'tips'
+local INTENTS, INTENTDUE, DONEREFS, DONEORDER = P .. 'intents', P .. 'intentdue', P .. 'donerefs', P .. 'doneorder'
 local MAXD = tonumber(ARGV[1])
 local DEDUP = tonumber(ARGV[2])
 local DEADLIMIT = tonumber(ARGV[3])
+local A = {unpack(ARGV, 7)}
 
 local function server_ms()
   local t = redis.call('TIME')
@@ -78,6 +124,46 @@ local function times(now, deadline, seconds)
   if now ~= '' then return now, deadline end
   local t = server_now()
   return fmt(t), fmt(t + tonumber(seconds))
+end
+
+-- The queue's state is what the client saw, or newer (see "State loss"):
+-- nil, or why not.  Marks the queue lost when a client saw more than it holds.
+local function guard()
+  local m = redis.call('HMGET', META, 'epoch', 'lost', 'version', 'tip')
+  if not m[1] then
+    return 'the queue has no state on the server (it restarted without persistence, was flushed, or its keys were deleted)'
+  end
+  if m[1] ~= ARGV[4] then
+    return 'the queue on the server has epoch ' .. m[1] .. ', not ' .. ARGV[4] .. ' (its state was lost and it was created again)'
+  end
+  if m[2] then return m[2] end
+  local seen = tonumber(ARGV[5])
+  if seen > 0 then
+    local version = tonumber(m[3])
+    local why = nil
+    if version < seen then
+      why = 'the server holds version ' .. version .. ' of the queue, but a client saw version ' .. seen .. ' (writes were lost)'
+    elseif version - seen < 1024 and redis.call('HGET', TIPS, tostring(seen % 1024)) ~= ARGV[6] then
+      why = 'version ' .. seen .. ' of the queue on the server is not the one a client saw (writes were lost and others made since)'
+    end
+    if why then
+      redis.call('HSET', META, 'lost', why)
+      return why
+    end
+  end
+  return nil
+end
+
+-- This script changes the queue: move the version and tip on (once per script).
+local BUMPED = false
+local function bump()
+  if BUMPED then return end
+  BUMPED = true
+  local t = redis.call('TIME')
+  local version = redis.call('HINCRBY', META, 'version', 1)
+  local tip = redis.sha1hex((redis.call('HGET', META, 'tip') or '') .. ':' .. t[1] .. '.' .. t[2] .. ':' .. version)
+  redis.call('HSET', META, 'tip', tip)
+  redis.call('HSET', TIPS, tostring(version % 1024), tip)
 end
 
 local function wake_one()
@@ -136,6 +222,14 @@ local function notify_room(except)
   end
 end
 
+-- A put retried after its reply was lost (`retry`), of the very ref `ref`:
+-- true when its first attempt committed (the ref is live, or was the id's
+-- latest completion), so that the retry must change nothing.
+local function committed_before(retry, id, ref)
+  if retry ~= '1' then return false end
+  return redis.call('HGET', REFS, id) == ref or redis.call('HGET', DONEREFS, id) == ref
+end
+
 -- the put rejections, in the model's order
 local function put_rejection(id)
   if redis.call('HGET', META, 'closed') == '1' then return 'closed' end
@@ -149,6 +243,7 @@ local function put_rejection(id)
 end
 
 local function enqueue(id, ref)
+  bump()
   redis.call('HSET', REFS, id, ref)
   redis.call('HSET', DELIV, id, 0)
   redis.call('HSET', REDELIV, id, 0)
@@ -156,16 +251,19 @@ local function enqueue(id, ref)
   wake_one()
 end
 
--- An ack (reason false) or a dead letter of the leased sample id, committed.
+-- An ack (reason false) or a dead letter of the leased sample id, committed,
+-- with its scrub intent, due at `due` (a decimal string of the queue's clock).
 -- Returns {its ref, the undo record (JSON)}: the record holds everything
 -- needed to put the queue back as it was if the store's scrub, which runs
 -- after this script, raises.
-local function finish(id, reason)
+local function finish(id, reason, due)
+  bump()
   local ref = redis.call('HGET', REFS, id)
   local undo = {id = id, lease = redis.call('HGET', LEASE, id),
                 deadline = redis.call('ZSCORE', DEADLINES, id), deliv = redis.call('HGET', DELIV, id),
                 redeliv = redis.call('HGET', REDELIV, id), reason = reason or '', dropped = {},
-                evicted = '', acked_trimmed = ''}
+                evicted = '', acked_trimmed = '', due = due,
+                prevdone = redis.call('HGET', DONEREFS, id) or ''}
   redis.call('HDEL', REFS, id)
   redis.call('HDEL', LEASE, id)
   redis.call('HDEL', DELIV, id)
@@ -193,6 +291,17 @@ local function finish(id, reason)
       redis.call('SREM', DONESET, undo.evicted)
     end
   end
+  -- the scrub intent (D9), and the latest completion's ref (put retries)
+  redis.call('HSET', INTENTS, id, ref)
+  redis.call('ZADD', INTENTDUE, due, id)
+  redis.call('HSET', DONEREFS, id, ref)
+  redis.call('ZADD', DONEORDER, redis.call('HGET', META, 'version'), id)
+  if redis.call('ZCARD', DONEORDER) > 10000 then
+    for _, old in ipairs(redis.call('ZRANGE', DONEORDER, 0, 0)) do
+      redis.call('HDEL', DONEREFS, old)
+    end
+    redis.call('ZREMRANGEBYRANK', DONEORDER, 0, 0)
+  end
   redis.call('HINCRBY', META, 'room', 1)
   wake_if_drained()
   return {ref, cjson.encode(undo)}
@@ -200,6 +309,7 @@ end
 
 -- a fail or a reclaim of the leased sample id below max_deliveries: to the tail
 local function requeue(id)
+  bump()
   redis.call('HDEL', LEASE, id)
   redis.call('ZREM', DEADLINES, id)
   redis.call('HINCRBY', REDELIV, id, 1)
@@ -216,32 +326,43 @@ local function producers_waiting()
 end
 """
 
+# The scripts' bodies.  ``source(op)`` wraps each (but ``create``) in the
+# guard, and answers ``{version, tip, what the body returned}``.
 SCRIPTS: dict[str, str] = {
-    # ARGV[4] epoch (new), ARGV[5] config JSON -> {epoch, config} of the queue at P
+    # A[1] epoch (new), A[2] config JSON -> {epoch, config, version, tip, lost} of the queue at P
     "create": r"""
-if redis.call('HSETNX', META, 'epoch', ARGV[4]) == 1 then
-  redis.call('HSET', META, 'config', ARGV[5], 'closed', '0', 'paused', '0', 'room', 0, 'seq', 0, 'dropped', 0)
+if redis.call('HSETNX', META, 'epoch', A[1]) == 1 then
+  redis.call('HSET', META, 'config', A[2], 'closed', '0', 'paused', '0', 'room', 0, 'seq', 0, 'dropped', 0,
+             'version', 0, 'tip', '')
+  bump()
 end
-return {redis.call('HGET', META, 'epoch'), redis.call('HGET', META, 'config')}
+local m = redis.call('HMGET', META, 'epoch', 'config', 'version', 'tip', 'lost')
+return {m[1], m[2], m[3], m[4], m[5] or ''}
 """,
-    # ARGV[4] id, ARGV[5] ref -> rejection or 'ok'
+    # A[1] id, A[2] ref, A[3] "1" for a retry after a lost reply -> rejection or 'ok'
     "put": r"""
-local id = ARGV[4]
+local id = A[1]
+if committed_before(A[3], id, A[2]) then return 'ok' end
 local rejected = put_rejection(id)
 if rejected then return rejected end
-enqueue(id, ARGV[5])
+enqueue(id, A[2])
 return 'ok'
 """,
-    # One hysteresis step of put_blocks_until_below (D4, D8).  ARGV[4] id,
-    # ARGV[5] ref, ARGV[6] resident bytes, ARGV[7] the ref's bytes, ARGV[8] "1"
-    # when this producer's ref is parked, ARGV[9] high ("" for none), ARGV[10] low,
-    # ARGV[11] this producer's token -> {outcome, event, effective, room}: outcome
-    # 'ok' (enqueued, unparked), 'wait', or a rejection (unparked); event 'pause',
-    # 'resume' or ''.  A step counts its own ref as parked, parked yet or not.
+    # One hysteresis step of put_blocks_until_below (D4, D8).  A[1] id, A[2]
+    # ref, A[3] resident bytes, A[4] the ref's bytes, A[5] "1" when this
+    # producer's ref is parked, A[6] high ("" for none), A[7] low, A[8] this
+    # producer's token, A[9] "1" for a retry after a lost reply
+    # -> {outcome, event, effective, room}: outcome 'ok' (enqueued, unparked),
+    # 'wait', or a rejection (unparked); event 'pause', 'resume' or ''.  A step
+    # counts its own ref as parked, parked yet or not.
     "try_put": r"""
-local id, nbytes, token = ARGV[4], tonumber(ARGV[7]), ARGV[11]
+local id, nbytes, token = A[1], tonumber(A[4]), A[8]
 local function unpark()
-  if ARGV[8] == '1' then redis.call('HDEL', PARKED, token) end
+  if A[5] == '1' then redis.call('HDEL', PARKED, token) end
+end
+if committed_before(A[9], id, A[2]) then
+  unpark()
+  return {'ok', '', 0, redis.call('HGET', META, 'room')}
 end
 local rejected = put_rejection(id)
 if rejected then
@@ -249,19 +370,21 @@ if rejected then
   return {rejected, '', 0, redis.call('HGET', META, 'room')}
 end
 local event, effective = '', 0
-if ARGV[9] ~= '' then
-  local high, low = tonumber(ARGV[9]), tonumber(ARGV[10])
-  effective = math.max(0, tonumber(ARGV[6]) - parked_total(token) - nbytes)
+if A[6] ~= '' then
+  local high, low = tonumber(A[6]), tonumber(A[7])
+  effective = math.max(0, tonumber(A[3]) - parked_total(token) - nbytes)
   local paused = redis.call('HGET', META, 'paused') == '1'
   if paused then
     if effective <= low then
       paused = false
+      bump()
       redis.call('HSET', META, 'paused', '0')
       event = 'resume'
       notify_room(token)  -- this producer steps on by itself
     end
   elseif effective >= high then
     paused = true
+    bump()
     redis.call('HSET', META, 'paused', '1')
     event = 'pause'
   end
@@ -270,52 +393,52 @@ if ARGV[9] ~= '' then
   end
 end
 unpark()
-enqueue(id, ARGV[5])
+enqueue(id, A[2])
 return {'ok', event, effective, redis.call('HGET', META, 'room')}
 """,
-    # A producer waits (its ref parked).  ARGV[4] token, ARGV[5] bytes, ARGV[6]
-    # "1" on its first wait, ARGV[7] the room generation its step saw, ARGV[8]
-    # the registration's lifetime (ms; renewed by each wait)
+    # A producer waits (its ref parked).  A[1] token, A[2] bytes, A[3] "1" on
+    # its first wait, A[4] the room generation its step saw, A[5] the
+    # registration's lifetime (ms; renewed by each wait)
     # -> 1 when it must step again at once (the room changed, or closed), else 0
     "park": r"""
-local token = ARGV[4]
-redis.call('ZADD', PRODUCERS, server_ms() + tonumber(ARGV[8]), token)
-redis.call('HSET', PARKED, token, ARGV[5])
-local changed = redis.call('HGET', META, 'room') ~= ARGV[7]
-if ARGV[6] == '1' then
+local token = A[1]
+redis.call('ZADD', PRODUCERS, server_ms() + tonumber(A[5]), token)
+redis.call('HSET', PARKED, token, A[2])
+local changed = redis.call('HGET', META, 'room') ~= A[4]
+if A[3] == '1' then
   notify_room(token)  -- the others' effective residency just dropped
 end
 if changed or redis.call('HGET', META, 'closed') == '1' then return 1 end
 return 0
 """,
-    # A producer leaves.  ARGV[4] token
+    # A producer leaves.  A[1] token
     "unpark": r"""
-redis.call('ZREM', PRODUCERS, ARGV[4])
-redis.call('DEL', P .. 'room:' .. ARGV[4])
-redis.call('HDEL', PARKED, ARGV[4])
+redis.call('ZREM', PRODUCERS, A[1])
+redis.call('DEL', P .. 'room:' .. A[1])
+redis.call('HDEL', PARKED, A[1])
 return 0
 """,
     # -> the bytes parked by the producers waiting now
     "parked": r"""
 return parked_total('')
 """,
-    # ARGV[4] "" or "1" to re-wake the others when drained
     "notify_room": r"""
 notify_room('')
 return 0
 """,
-    # ARGV[4] now, ARGV[5] deadline, ARGV[6] visibility seconds
+    # A[1] now, A[2] deadline, A[3] visibility seconds
     # -> {lease_id, id, ref, redeliveries, deadline} | 'drained' | 'empty'
     "acquire": r"""
-local id = redis.call('LPOP', PENDING)
-if not id then
+if redis.call('LLEN', PENDING) == 0 then
   if drained() then
     if redis.call('LLEN', WAKE) == 0 then redis.call('RPUSH', WAKE, 'drained') end
     return 'drained'
   end
   return 'empty'
 end
-local now, deadline = times(ARGV[4], ARGV[5], ARGV[6])
+bump()
+local id = redis.call('LPOP', PENDING)
+local now, deadline = times(A[1], A[2], A[3])
 local lease_id = redis.call('HINCRBY', META, 'seq', 1)
 redis.call('HSET', LEASE, id, lease_id)
 redis.call('ZADD', DEADLINES, deadline, id)
@@ -327,23 +450,38 @@ elseif redis.call('LLEN', WAKE) == 0 then
 end
 return {lease_id, id, redis.call('HGET', REFS, id), redis.call('HGET', REDELIV, id), deadline}
 """,
-    # A live ack (ARGV[6] "") or dead-letter (ARGV[6] the reason), fenced: commits,
-    # and the client then scrubs (running "undo" if the scrub raises).  ARGV[4] id,
-    # ARGV[5] lease id -> 0 (stale) | {ref, undo record, producers waiting}
+    # A live ack (A[3] "") or dead-letter (A[3] the reason), fenced: commits
+    # with its scrub intent (due at A[4]/A[5]/A[6]: now, due, seconds), and the
+    # client then scrubs (running "undo" if the scrub raises).  A[1] id, A[2]
+    # lease id -> 0 (stale) | {ref, undo record, producers waiting}
     "finish": r"""
-local id = ARGV[4]
-if redis.call('HGET', LEASE, id) ~= ARGV[5] then return 0 end
-local reason = ARGV[6]
+local id = A[1]
+if redis.call('HGET', LEASE, id) ~= A[2] then return 0 end
+local reason = A[3]
 if reason == '' then reason = false end
-local done = finish(id, reason)
+local _, due = times(A[4], A[5], A[6])
+local done = finish(id, reason, due)
 return {done[1], done[2], producers_waiting()}
 """,
-    # Put back what "finish" did (the store's scrub raised).  ARGV[4] the undo
-    # record, ARGV[5] the ref -> 1 | 0 (the id was put again meanwhile: cannot)
+    # Put back what "finish" did (the store's scrub raised).  A[1] the undo
+    # record, A[2] the ref -> 1 | 0 (cannot: the id was put again meanwhile,
+    # or a collector has claimed the intent)
     "undo": r"""
-local undo, ref = cjson.decode(ARGV[4]), ARGV[5]
+local undo, ref = cjson.decode(A[1]), A[2]
 local id = undo.id
 if redis.call('HEXISTS', REFS, id) == 1 then return 0 end
+if redis.call('HGET', INTENTS, id) ~= ref then return 0 end
+local due = redis.call('ZSCORE', INTENTDUE, id)
+if not due or tonumber(due) ~= tonumber(undo.due) then return 0 end
+bump()
+redis.call('HDEL', INTENTS, id)
+redis.call('ZREM', INTENTDUE, id)
+if undo.prevdone ~= '' then
+  redis.call('HSET', DONEREFS, id, undo.prevdone)
+else
+  redis.call('HDEL', DONEREFS, id)
+  redis.call('ZREM', DONEORDER, id)
+end
 redis.call('HSET', REFS, id, ref)
 redis.call('HSET', LEASE, id, undo.lease)
 redis.call('HSET', DELIV, id, undo.deliv)
@@ -370,37 +508,41 @@ end
 if redis.call('LLEN', PENDING) == 0 then redis.call('DEL', WAKE) end
 return 1
 """,
-    # ARGV[4] id, ARGV[5] lease id -> 0 (stale) | {'', '', producers waiting} (requeued)
+    # A[1] id, A[2] lease id, A[3..5] now, due, seconds (the intent of a dead
+    # letter) -> 0 (stale) | {'', '', producers waiting} (requeued)
     # | {ref, undo record, producers waiting} (at max_deliveries: dead-lettered; scrub next)
     "fail": r"""
-local id = ARGV[4]
-if redis.call('HGET', LEASE, id) ~= ARGV[5] then return 0 end
+local id = A[1]
+if redis.call('HGET', LEASE, id) ~= A[2] then return 0 end
 if at_max_deliveries(id) then
-  local done = finish(id, 'max_deliveries')
+  local _, due = times(A[3], A[4], A[5])
+  local done = finish(id, 'max_deliveries', due)
   return {done[1], done[2], producers_waiting()}
 end
 requeue(id)
 return {'', '', producers_waiting()}
 """,
-    # ARGV[4] id, ARGV[5] lease id, ARGV[6] now, ARGV[7] deadline, ARGV[8] seconds -> 0 | 1
+    # A[1] id, A[2] lease id, A[3] now, A[4] deadline, A[5] seconds -> 0 | 1
     "extend": r"""
-local id = ARGV[4]
-if redis.call('HGET', LEASE, id) ~= ARGV[5] then return 0 end
-local _, deadline = times(ARGV[6], ARGV[7], ARGV[8])
+local id = A[1]
+if redis.call('HGET', LEASE, id) ~= A[2] then return 0 end
+local _, deadline = times(A[3], A[4], A[5])
+bump()
 redis.call('ZADD', DEADLINES, deadline, id)
 return 1
 """,
     # Take back the due leases in order until one is at max_deliveries: that
     # one is dead-lettered and the script stops (the client scrubs it, then calls
-    # again with the same now).  ARGV[4] now ("": the server's) ->
+    # again with the same now).  A[1] now ("": the server's), A[2] the
+    # visibility timeout (an intent's delay) ->
     # {now, count requeued, producers waiting[, ref and undo record of the dead letter]}
     "reclaim": r"""
-local now = ARGV[4]
+local now = A[1]
 if now == '' then now = fmt(server_now()) end
 local count = 0
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', now)) do
   if at_max_deliveries(id) then
-    local done = finish(id, 'max_deliveries')
+    local done = finish(id, 'max_deliveries', fmt(tonumber(now) + tonumber(A[2])))
     return {now, count, producers_waiting(), done[1], done[2]}
   end
   requeue(id)
@@ -408,8 +550,41 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', now)) do
 end
 return {now, count, producers_waiting()}
 """,
+    # Claim the scrub intents due by now (A[4] "1": every intent), at most A[5]
+    # of them, for another A[3] seconds (A[1] now, A[2] the claim's end)
+    # -> {id, ref, id, ref, ...}: the caller scrubs each, then clears it
+    "collect": r"""
+local now, due = times(A[1], A[2], A[3])
+local ids
+if A[4] == '1' then
+  ids = redis.call('ZRANGE', INTENTDUE, 0, tonumber(A[5]) - 1)
+else
+  ids = redis.call('ZRANGEBYSCORE', INTENTDUE, '-inf', now, 'LIMIT', 0, tonumber(A[5]))
+end
+local out = {}
+for _, id in ipairs(ids) do
+  local ref = redis.call('HGET', INTENTS, id)
+  if ref then
+    redis.call('ZADD', INTENTDUE, due, id)
+    table.insert(out, id)
+    table.insert(out, ref)
+  else
+    redis.call('ZREM', INTENTDUE, id)
+  end
+end
+return out
+""",
+    # The data of the intent of A[1] is scrubbed: forget the intent if it
+    # still names ref A[2] -> 1 | 0
+    "clear_intent": r"""
+if redis.call('HGET', INTENTS, A[1]) ~= A[2] then return 0 end
+redis.call('HDEL', INTENTS, A[1])
+redis.call('ZREM', INTENTDUE, A[1])
+return 1
+""",
     "close": r"""
 if redis.call('HGET', META, 'closed') ~= '1' then
+  bump()
   redis.call('HSET', META, 'closed', '1')
   notify_room('')
   wake_if_drained()
@@ -417,24 +592,69 @@ end
 if drained() then return 1 end
 return 0
 """,
-    # -> {closed, pending, outstanding}
-    "state": r"""
-return {redis.call('HGET', META, 'closed'), redis.call('LLEN', PENDING), redis.call('ZCARD', DEADLINES)}
+    # A[1] what -> the observer's value
+    "observe": r"""
+local what = A[1]
+if what == 'state' then
+  return {redis.call('HGET', META, 'closed'), redis.call('LLEN', PENDING), redis.call('ZCARD', DEADLINES)}
+elseif what == 'closed' or what == 'paused' or what == 'dropped' then
+  return redis.call('HGET', META, what) or '0'
+elseif what == 'pending' then
+  return redis.call('LLEN', PENDING)
+elseif what == 'outstanding' then
+  return redis.call('ZCARD', DEADLINES)
+elseif what == 'dead' then
+  return redis.call('LRANGE', DEAD, 0, -1)
+elseif what == 'intents' then
+  return redis.call('HLEN', INTENTS)
+elseif what == 'gauges' then
+  return {redis.call('LLEN', PENDING), redis.call('ZCARD', DEADLINES), redis.call('HLEN', INTENTS),
+          redis.call('LLEN', DEAD), redis.call('HGET', META, 'dropped') or '0', redis.call('HGET', META, 'paused'),
+          redis.call('HGET', META, 'closed'), redis.call('HGET', META, 'seq'), redis.call('HGET', META, 'version')}
+end
+return redis.error_reply('ERR refqueue observe: unknown ' .. tostring(what))
 """,
     "drain_dead": r"""
 local letters = redis.call('LRANGE', DEAD, 0, -1)
-redis.call('DEL', DEAD)
+if #letters > 0 then
+  bump()
+  redis.call('DEL', DEAD)
+end
 return letters
 """,
-    # ARGV[4] id, ARGV[5] lease id -> 'live' | 'acked' (among the last 10,000 acks) |
+    # A[1] id, A[2] lease id -> 'live' | 'acked' (among the last 10,000 acks) |
     # 'other' (another lease is live) | 'pending' | 'gone' (completed otherwise)
     "lease_state": r"""
-local id = ARGV[4]
+local id = A[1]
 local current = redis.call('HGET', LEASE, id)
-if current == ARGV[5] then return 'live' end
-if redis.call('LPOS', ACKED, ARGV[5]) then return 'acked' end
+if current == A[2] then return 'live' end
+if redis.call('LPOS', ACKED, A[2]) then return 'acked' end
 if current then return 'other' end
 if redis.call('HEXISTS', REFS, id) == 1 then return 'pending' end
 return 'gone'
 """,
 }
+
+# The scripts that only read the queue (every other script may change it).
+READS = frozenset({"observe", "lease_state", "parked"})
+
+# The error every guarded script answers when the queue's state was lost.
+LOST = "REFQUEUE_LOST"
+
+
+def source(op: str, body: str | None = None) -> str:
+    """The full Lua source of script ``op`` (``body``: a replacement body,
+    for the mutants): the prelude, then for every script but ``create`` the
+    guard, the body as a function, and the answer ``{version, tip, result}``."""
+    text = SCRIPTS[op] if body is None else body
+    if op == "create":
+        return PRELUDE + text
+    return (
+        PRELUDE
+        + "local function body()\n" + text + "\nend\n"
+        + "local lost = guard()\n"
+        + f"if lost then return redis.error_reply('{LOST} ' .. lost) end\n"
+        + "local result = body()\n"
+        + "local m = redis.call('HMGET', META, 'version', 'tip')\n"
+        + "return {m[1], m[2], result}\n"
+    )

@@ -20,19 +20,33 @@ Design notes
   kit's ``ManualClock``), ``now`` and the new deadline are computed here and
   passed in as decimal strings, so a lease's deadline is exactly
   ``clock.now() + seconds`` and no test sleeps to cross one.
-* **The store.**  The store is the caller's (``SharedDirFeatureStore`` for
-  many machines, any ``FeatureStore`` in one process).  A live ack or a
-  dead-letter is one fenced script that commits, and then
-  ``store.scrub(ref)`` (D2): never the other way round, which could scrub
-  the data of a sample that another process has just had reclaimed and
-  redelivered.  The script returns an *undo record*; if the scrub raises,
+* **The store, and the ack in two steps (D2, D9).**  The store is the
+  caller's (``SharedDirFeatureStore`` for many machines, any
+  ``FeatureStore`` in one process).  A live ack or a dead-letter is one
+  fenced script that commits *and records a scrub intent* (the ref), then
+  ``store.scrub(ref)``, then ``clear_intent``: never the other way round,
+  which could scrub the data of a sample that another process has just had
+  reclaimed and redelivered.  A client killed between the commit and the
+  scrub, a reply lost, a server killed: the intent stays, and one
+  visibility timeout after the commit any client collects it
+  (``collect_intents``, which ``reclaim_expired`` and so the background
+  reclaimer run): it claims the intent, scrubs (a compare-and-delete of
+  the exact ref, so twice or late is harmless) and clears it.  The commit
+  also returns an *undo record*; if the committing client's scrub raises,
   the ``undo`` script puts the queue back exactly as it was (the lease
-  live, the dead letter and dedup entry gone) and the error propagates, so a
-  failed scrub commits nothing, as docs/API.md requires.  Within one client,
-  a lock (``_store_lock``) makes "commit, scrub (or undo)" one step with
-  respect to this client's other calls that read the store or, with an
-  injected clock, any call at all; other processes may observe the short
-  window between a commit and its undo (only when a scrub fails).
+  live, the dead letter, dedup entry and intent gone) and the error
+  propagates, so a failed scrub commits nothing, as docs/API.md requires.
+  Within one client, a lock (``_store_lock``) makes "commit, scrub (or
+  undo)" one step with respect to this client's other calls that read the
+  store or, with an injected clock, any call at all; other processes may
+  observe the window between a commit and its scrub.
+* **State loss (D9).**  Every script checks the queue's epoch and that the
+  server holds at least the newest state this client has seen (a version
+  and a hash chain, ``_redis_scripts``); a queue whose server restarted
+  empty, was flushed or lost its last writes is marked lost, and every call
+  of every client raises ``QueueStateLost`` from then on.  Lease ids carry
+  the epoch (``Lease.epoch``), so no lease of a lost state is accepted by
+  the queue created after it.
 * **Wakeups across processes.**  A consumer blocked in ``acquire`` waits in
   ``BLPOP`` on the queue's wake list (a put or requeue pushes a token while
   there are fewer tokens than pending refs; a drained queue keeps one, each
@@ -46,7 +60,12 @@ Design notes
   connection raises ``RedisUnavailable``, naming the URL without its
   password; nothing the server acknowledged is lost, since the server holds
   all state.  After an ack whose reply was lost, ``lease_state(lease)``
-  says whether it committed (``"acked"``) or may be retried (``"live"``).
+  says whether it committed (``"acked"``) or may be retried (``"live"``);
+  retrying it is safe either way (a committed one answers False).  A put
+  retried after a lost reply, on the same client, changes nothing if its
+  first attempt committed.  A command the server refuses (out of memory, a
+  read-only replica, ...) raises ``RedisRefused``; nothing else of redis-py
+  reaches the caller.
 """
 
 from __future__ import annotations
@@ -79,13 +98,24 @@ from refqueue._checks import (
 )
 from refqueue._leases import MAX_DELIVERIES_REASON, DeadLetter, Lease, VisibilityTimeout, mint_lease
 from refqueue._reclaimer import Reclaimer
-from refqueue.backends._redis_scripts import KEYS, PRELUDE, SCRIPTS
-from refqueue.errors import DuplicateSample, ForeignLease, PutAborted, QueueClosed, RefQueueError, ReplayedSample
+from refqueue.backends._redis_scripts import KEYS, LOST, READS, SCRIPTS, source
+from refqueue.errors import (
+    DuplicateSample,
+    ForeignLease,
+    PutAborted,
+    QueueClosed,
+    QueueStateLost,
+    RefQueueError,
+    ReplayedSample,
+)
 from refqueue.queue import _effective_watermarks
 from refqueue.refs import SampleRef
 from refqueue.store import FeatureStore, StoreHealth
 
-__all__ = ["RedisSampleRefQueue", "RedisUnavailable", "make", "build", "BLOCK_SLICE"]
+__all__ = [
+    "RedisSampleRefQueue", "RedisUnavailable", "RedisRefused", "QueueStateLost", "delete_queue", "make", "build",
+    "BLOCK_SLICE", "COLLECT_BATCH",
+]
 
 # The longest one blocking command waits before the client looks again
 # (seconds): bounds how long a vanished server goes unnoticed.
@@ -97,9 +127,14 @@ _PRODUCER_TTL_MS = 10_000
 # outlives its BLPOP slice; a server that does not answer is an error, not a hang.
 # No automatic retry: a script whose reply was lost may have committed, and
 # running it again is the caller's decision (lease_state says where a lease stands).
+# The default socket timeout (seconds): a server that does not answer within it
+# (stopped, partitioned) is RedisUnavailable.
+SOCKET_TIMEOUT = BLOCK_SLICE + 10.0
+# How many scrub intents one collect claims at a time.
+COLLECT_BATCH = 256
 _CLIENT_OPTIONS = {
     "decode_responses": True,
-    "socket_timeout": BLOCK_SLICE + 10.0,
+    "socket_timeout": SOCKET_TIMEOUT,
     "socket_connect_timeout": 10.0,
     "retry": Retry(NoBackoff(), 0),
 }
@@ -107,9 +142,9 @@ _monotonic = time.monotonic
 _NAME = re.compile(r"[A-Za-z0-9._:-]{1,200}")
 # How many parsed refs of its leases a client keeps for their ack (the oldest go first).
 _REFS_KEPT = 4096
-# Each script's full source and its SHA1 (what EVALSHA names it by).
-_SOURCES = {op: PRELUDE + body for op, body in SCRIPTS.items()}
-_SHAS = {op: hashlib.sha1(source.encode()).hexdigest() for op, source in _SOURCES.items()}
+# How many refs whose put raised RedisUnavailable a client remembers, so that
+# their retry is idempotent (the oldest go first).
+_UNCERTAIN_KEPT = 4096
 
 
 class RedisUnavailable(RefQueueError, ConnectionError):
@@ -120,6 +155,25 @@ class RedisUnavailable(RefQueueError, ConnectionError):
     ``RedisSampleRefQueue.lease_state``)."""
 
     KIND = "unavailable"
+
+
+class RedisRefused(RefQueueError, RuntimeError):
+    """The Redis server refused a command (out of memory, a read-only
+    replica, a failing disk, a permission): the call changed nothing."""
+
+    KIND = "refused"
+
+
+class _Scripts:
+    """The Lua sources of a queue class and their SHA1s (what ``EVALSHA`` names
+    them by): ``SCRIPTS`` with the class's ``SCRIPT_BODIES`` in place."""
+
+    def __init__(self, bodies: dict[str, str]) -> None:
+        self.sources = {op: source(op, body) for op, body in bodies.items()}
+        self.shas = {op: hashlib.sha1(text.encode()).hexdigest() for op, text in self.sources.items()}
+
+
+_SCRIPT_CACHE: dict[type, _Scripts] = {}
 
 
 def redacted(url: str) -> str:
@@ -171,7 +225,15 @@ class RedisSampleRefQueue:
     are ``{prefix}{{name}}:...``.  ``clock=None`` reads lease time from the
     server's ``TIME``; an injected clock (``now()``) is for tests and
     certification, and every client of the queue must then share it.
+    ``socket_timeout`` (seconds, with ``url=``) bounds how long a call
+    waits for a server that does not answer before ``RedisUnavailable``.
+
+    Opening a queue whose state was found lost raises ``QueueStateLost``:
+    ``delete_queue`` it first (an operator's decision), then open it again.
     """
+
+    # Each script's body by name; a subclass (a mutant) may replace some.
+    SCRIPT_BODIES: dict[str, str] = SCRIPTS
 
     def __init__(
         self,
@@ -190,6 +252,7 @@ class RedisSampleRefQueue:
         dedup_window: int = 0,
         clock: Any = None,
         dead_letter_limit: int = DEFAULT_DEAD_LETTER_LIMIT,
+        socket_timeout: float | None = None,
     ) -> None:
         visibility_timeout, high_override, low_override = check_queue_arguments(
             "RedisSampleRefQueue", store, visibility_timeout, high_watermark_bytes, low_watermark_bytes,
@@ -211,6 +274,18 @@ class RedisSampleRefQueue:
             )
         if client is not None and not isinstance(client, redis_py.Redis):
             raise TypeError(f"RedisSampleRefQueue(client) must be a redis.Redis, got {describe(client)}")
+        if socket_timeout is not None:
+            if client is not None:
+                raise ValueError(
+                    "RedisSampleRefQueue(socket_timeout=) applies to url= only; make the redis.Redis client "
+                    "with socket_timeout= instead"
+                )
+            socket_timeout = check_seconds("RedisSampleRefQueue(socket_timeout)", socket_timeout)
+            if socket_timeout <= BLOCK_SLICE:
+                raise ValueError(
+                    f"RedisSampleRefQueue(socket_timeout={socket_timeout!r}) must exceed BLOCK_SLICE = {BLOCK_SLICE} s "
+                    f"(a blocked acquire waits that long for an answer); pass e.g. {SOCKET_TIMEOUT}"
+                )
         store_uri = store.uri
         if not isinstance(store_uri, str):
             raise TypeError(f"the store's uri must be a str, got {describe(store_uri)}; fix the store's uri property")
@@ -218,7 +293,10 @@ class RedisSampleRefQueue:
 
         if url is not None:
             url = _check_url(url)
-            client = redis_py.Redis.from_url(url, **_CLIENT_OPTIONS)
+            options = dict(_CLIENT_OPTIONS)
+            if socket_timeout is not None:
+                options["socket_timeout"] = socket_timeout
+            client = redis_py.Redis.from_url(url, **options)
             self._url = redacted(url)
         else:
             kwargs = client.connection_pool.connection_kwargs
@@ -229,6 +307,10 @@ class RedisSampleRefQueue:
                     "pass redis.Redis(..., decode_responses=True) or url="
                 )
         self._redis = client
+        scripts = _SCRIPT_CACHE.get(type(self))
+        if scripts is None:
+            scripts = _SCRIPT_CACHE[type(self)] = _Scripts(type(self).SCRIPT_BODIES)
+        self._scripts = scripts
         # Each thread's own connection for the scripts (see _evalsha).
         self._held = _held_for(client.connection_pool)
         self._heads: dict[str, bytes] = {}  # each script's packed command head, by SHA (see _packed)
@@ -268,6 +350,19 @@ class RedisSampleRefQueue:
         # The refs of this client's recent leases, by their JSON (see _ref).
         self._refs: dict[str, SampleRef] = {}
         self._refs_lock = threading.Lock()
+        # The refs whose put raised RedisUnavailable: their retry passes "retry", and
+        # the script changes nothing if the first attempt committed.
+        self._uncertain: dict[str, None] = {}
+        # The newest (version, tip) of the queue this client has seen (see the
+        # scripts' "State loss"); sent with every script, raised by every answer.
+        self._epoch = ""
+        self._seen = (0, "")
+        self._seen_lock = threading.Lock()
+        # Fault injection (refqueue.backends._redis_faults, for the conformance
+        # kit's faults phase): lose the reply of the next state-changing script;
+        # die (raise this) after the next completion commits.
+        self._fault_lose_reply = False
+        self._fault_crash: BaseException | None = None
         config = json.dumps(
             {
                 "visibility_timeout": visibility_timeout.seconds,
@@ -279,14 +374,22 @@ class RedisSampleRefQueue:
             sort_keys=True,
         )
         with self._connection("RedisSampleRefQueue()"):
-            epoch, existing = self._run("create", uuid.uuid4().hex, config)
+            epoch, existing, version, tip, lost = self._run("create", uuid.uuid4().hex, config)
+        if lost:
+            raise QueueStateLost(
+                f"RedisSampleRefQueue(): queue {name!r} on {self._url} lost its state ({lost}); nothing of it is "
+                f"accepted any more. An operator recovers with refqueue.backends.redis.delete_queue(url, {name!r}), "
+                f"then opens the queue again (a new epoch) and puts again the refs the store still holds "
+                f"(docs/REDIS.md, 'When the server loses state')"
+            )
         if existing != config:
             raise ValueError(
                 f"queue {name!r} on {self._url} already exists with configuration {existing}, not {config}; "
                 f"open it with the same visibility_timeout, max_deliveries, dedup_window, dead_letter_limit "
                 f"and store, or use another name"
             )
-        self._epoch: str = epoch
+        self._epoch = epoch
+        self._seen = (int(version), tip)
 
     # -- Redis plumbing ---------------------------------------------------------------
 
@@ -296,14 +399,28 @@ class RedisSampleRefQueue:
     def _run(self, op: str, *args: object) -> Any:
         """Run script ``op`` by its SHA1 on this thread's own connection,
         loading it first where the server does not know it (a new server, or
-        one restarted)."""
+        one restarted), and answer what its body returned.  The client's epoch
+        and the newest state it has seen go with it; the version and tip in
+        the answer raise the latter.  Call it inside ``_connection``, which
+        turns the script's "state lost" error into ``QueueStateLost``."""
+        scripts = self._scripts
+        with self._seen_lock:
+            version, tip = self._seen
+        args = (self._epoch, version, tip, *args)
         try:
-            return self._evalsha(_SHAS[op], args)
+            answer = self._evalsha(op, scripts.shas[op], args)
         except redis_py.exceptions.NoScriptError:
-            self._redis.script_load(_SOURCES[op])
-            return self._evalsha(_SHAS[op], args)
+            self._redis.script_load(scripts.sources[op])
+            answer = self._evalsha(op, scripts.shas[op], args)
+        if op == "create":
+            return answer
+        version, tip = int(answer[0]), answer[1]
+        with self._seen_lock:
+            if version > self._seen[0]:
+                self._seen = (version, tip)
+        return answer[2] if len(answer) > 2 else None
 
-    def _evalsha(self, sha: str, args: tuple[object, ...]) -> Any:
+    def _evalsha(self, op: str, sha: str, args: tuple[object, ...]) -> Any:
         """``EVALSHA sha`` on a connection this thread holds for its scripts.
 
         A pool's get and release cost more than the round trip itself (about
@@ -321,6 +438,7 @@ class RedisSampleRefQueue:
         held = self._held
         if getattr(held, "busy", False):  # re-entered mid-command: the pool's way
             return self._redis.evalsha(sha, 1, self._prefix, *self._config_args, *args)
+        lose = self._fault_lose_reply and op not in READS
         conn = getattr(held, "conn", None)
         if conn is None or held.pid != os.getpid():
             pool = self._redis.connection_pool
@@ -332,12 +450,17 @@ class RedisSampleRefQueue:
             packed = self._packed(conn, sha, args)
             try:
                 conn.send_packed_command(packed, check_health=False)
-                return conn.read_response()
+                answer = conn.read_response()
             except redis_py.exceptions.ResponseError:
                 raise  # a whole reply was read: the connection is in step
             except BaseException:
                 conn.disconnect()
                 raise
+            if lose:  # the fault: the script ran, its reply never reaches the caller
+                self._fault_lose_reply = False
+                conn.disconnect()
+                raise redis_py.exceptions.ConnectionError(f"the reply of {op} was lost (fault injected)")
+            return answer
         finally:
             held.busy = False
 
@@ -370,10 +493,28 @@ class RedisSampleRefQueue:
         """Enqueue ``ref`` (model: ``put``); rejects as ``SampleRefQueue.put``."""
         self._check_ref("put", ref)
         ref_json = ref.to_json()
-        with self._step_lock, self._connection("put"):
-            outcome = self._run("put", ref.sample_id, ref_json)
+        with self._step_lock, self._uncertain_put(ref_json) as retry, self._connection("put"):
+            outcome = self._run("put", ref.sample_id, ref_json, retry)
         if outcome != "ok":
             self._raise_put_rejection("put", ref.sample_id, outcome)
+
+    @contextlib.contextmanager
+    def _uncertain_put(self, ref_json: str) -> Any:
+        """Around one put script: yields "1" when ``ref_json``'s last put on this
+        client raised ``RedisUnavailable`` (the script then changes nothing if
+        that one committed), else "0"; remembers the ref when this one raises
+        it too, forgets it on an answer."""
+        retry = "1" if ref_json in self._uncertain else "0"
+        try:
+            yield retry
+        except RedisUnavailable:
+            with self._refs_lock:
+                self._uncertain[ref_json] = None
+                if len(self._uncertain) > _UNCERTAIN_KEPT:
+                    del self._uncertain[next(iter(self._uncertain))]  # the oldest
+            raise
+        with self._refs_lock:
+            self._uncertain.pop(ref_json, None)
 
     def _raise_put_rejection(self, call: str, sample_id: str, outcome: str) -> None:
         if outcome == "closed":
@@ -414,10 +555,10 @@ class RedisSampleRefQueue:
             while True:
                 with self._store_lock:
                     health = self._store.health()
-                    with self._connection("put_blocks_until_below"):
+                    with self._uncertain_put(ref_json) as retry, self._connection("put_blocks_until_below"):
                         outcome, event, effective, room = self._run(
                             "try_put", ref.sample_id, ref_json, health.resident_bytes, nbytes,
-                            "1" if parked else "0", self._high_text, self._low_text, token,
+                            "1" if parked else "0", self._high_text, self._low_text, token, retry,
                         )
                     if event:
                         self._callbacks_due.add(self._callbacks[event], health)
@@ -489,13 +630,13 @@ class RedisSampleRefQueue:
 
     def acquire_nowait(self) -> Lease | None:
         """Lease the oldest pending ref, or None at once when nothing is pending."""
-        answer = self._acquire_once()
+        answer = self._acquire_once("acquire_nowait")
         return None if isinstance(answer, str) else answer
 
-    def _acquire_once(self) -> Lease | str:
+    def _acquire_once(self, call: str = "acquire") -> Lease | str:
         with self._step_lock:
             now, deadline = self._times(self._vt_seconds)  # a raising clock changes nothing
-            with self._connection("acquire"):
+            with self._connection(call):
                 answer = self._run("acquire", now, deadline, self._vt_text)
         if isinstance(answer, str):
             return answer
@@ -526,8 +667,9 @@ class RedisSampleRefQueue:
         """Ack (``reason`` "") or dead-letter a live lease: one fenced script
         commits, then the store scrubs (D2); a scrub that raises is undone."""
         with self._store_lock:
+            now, due = self._times(self._vt_seconds)
             with self._connection(call):
-                answer = self._run("finish", sample_id, lease_id, reason)
+                answer = self._run("finish", sample_id, lease_id, reason, now, due, self._vt_text)
             if answer == 0:
                 return False
             ref_json, undo, producers = answer
@@ -538,9 +680,12 @@ class RedisSampleRefQueue:
 
     def _scrub_or_undo(self, call: str, ref_json: str, undo: str) -> None:
         """Scrub the data of a sample whose completion just committed
-        (``_store_lock`` held); if the scrub raises, put the queue back as it
-        was (the undo record) and re-raise."""
+        (``_store_lock`` held) and clear its intent; if the scrub raises, put
+        the queue back as it was (the undo record) and re-raise."""
         ref = self._ref(ref_json, forget=True)
+        crash, self._fault_crash = self._fault_crash, None
+        if crash is not None:  # the fault: the client dies between the commit and the scrub
+            raise crash
         try:
             self._store.scrub(ref)
         except BaseException as exc:
@@ -553,6 +698,47 @@ class RedisSampleRefQueue:
                     f"resident: scrub it (store.scrub(ref)) once the store works"
                 ) from exc
             raise
+        self._clear_intent(ref.sample_id, ref_json)
+
+    def _clear_intent(self, sample_id: str, ref_json: str) -> None:
+        """Forget the intent of a scrubbed sample.  If the server cannot be
+        reached, the intent stays and a collector scrubs again (a no-op) and
+        clears it: the completion stands, the data is gone."""
+        try:
+            with self._connection("clear_intent"):
+                self._run("clear_intent", sample_id, ref_json)
+        except (RedisUnavailable, QueueStateLost, RedisRefused):
+            pass
+
+    def collect_intents(self, *, include_recent: bool = False) -> int:
+        """Scrub the data of completions whose committing client never did
+        (killed between the commit and the scrub, its reply lost, its server
+        killed) and clear their intents; returns how many samples' data this
+        call removed.  An intent is collectable one visibility timeout after
+        its commit (``include_recent``: at once; safe, since a scrub is a
+        compare-and-delete of the exact ref).  ``reclaim_expired`` (and so the
+        background reclaimer) calls it: without a reclaimer, call it yourself."""
+        if not isinstance(include_recent, bool):
+            raise TypeError(f"collect_intents(include_recent) must be a bool, got {describe(include_recent)}")
+        removed = 0
+        notify = False
+        with self._store_lock:
+            while True:
+                now, due = self._times(self._vt_seconds)
+                with self._connection("collect_intents"):
+                    claimed = self._run(
+                        "collect", now, due, self._vt_text, "1" if include_recent else "0", COLLECT_BATCH
+                    )
+                for sample_id, ref_json in zip(claimed[::2], claimed[1::2]):
+                    if self._store.scrub(self._ref(ref_json, forget=True)):
+                        removed += 1
+                        notify = True
+                    self._clear_intent(sample_id, ref_json)
+                if len(claimed) < 2 * COLLECT_BATCH:
+                    break
+        if notify:
+            self._notify_room("collect_intents")
+        return removed
 
     def _ref(self, ref_json: str, *, forget: bool = False) -> SampleRef:
         """The ``SampleRef`` of ``ref_json``: the one this client parsed when it
@@ -579,8 +765,9 @@ class RedisSampleRefQueue:
         or dead-lettered at ``max_deliveries`` (D7); True.  Stale: False."""
         sample_id, lease_id = self._check_lease("fail", lease)
         with self._store_lock:
+            now, due = self._times(self._vt_seconds)
             with self._connection("fail"):
-                answer = self._run("fail", sample_id, lease_id)
+                answer = self._run("fail", sample_id, lease_id, now, due, self._vt_text)
             if answer == 0:
                 return False
             ref_json, undo, producers = answer
@@ -623,16 +810,18 @@ class RedisSampleRefQueue:
                 now = "" if self._now is None else repr(float(self._now()))
                 while True:
                     with self._connection("reclaim_expired"):
-                        now, count, producers, *dead = self._run("reclaim", now)
+                        now, count, producers, *dead = self._run("reclaim", now, self._vt_text)
                     total += int(count)
                     if not dead:
-                        return total
+                        break
                     self._scrub_or_undo("reclaim_expired", *dead)  # the leases before it stay taken back
                     total += 1
                     notify = notify or bool(producers)
         finally:
             if notify:
                 self._notify_room("reclaim_expired")
+        self.collect_intents()
+        return total
 
     def close(self) -> None:
         """No more puts, for every client of the queue; what is pending or
@@ -660,9 +849,30 @@ class RedisSampleRefQueue:
                     f"start_reclaimer: a reclaimer is already running every {current.interval} s; "
                     f"call stop_reclaimer() first"
                 )
-            reclaimer = Reclaimer(self, interval, name=f"refqueue-redis-reclaimer-{self._epoch[:8]}")
+            reclaimer = Reclaimer(
+                self, interval, name=f"refqueue-redis-reclaimer-{self._epoch[:8]}",
+                retry_on=(RedisUnavailable, RedisRefused, QueueStateLost),
+            )
             reclaimer.start()
             self._reclaimer = reclaimer
+
+    @property
+    def reclaimer_running(self) -> bool:
+        """True while this client's background reclaimer runs."""
+        with self._reclaimer_lock:
+            reclaimer = self._reclaimer
+        return reclaimer is not None and reclaimer.running
+
+    def reclaimer_status(self) -> dict[str, Any]:
+        """This client's reclaimer: running, interval, leases reclaimed, the
+        errors it survived (how many, in a row, the last one and when) and
+        the last good pass (``time.time()`` values); ``running`` False and
+        nothing else when none was started."""
+        with self._reclaimer_lock:
+            reclaimer = self._reclaimer
+        if reclaimer is None:
+            return {"running": False}
+        return reclaimer.status()
 
     def stop_reclaimer(self) -> None:
         """Stop this client's reclaimer and wait for it; re-raises, as
@@ -710,25 +920,26 @@ class RedisSampleRefQueue:
     def store(self) -> FeatureStore:
         return self._store
 
-    def _state(self) -> tuple[bool, int, int]:
-        with self._step_lock, self._connection("state"):
-            closed, pending, outstanding = self._run("state")
+    def _observe(self, call: str, what: str) -> Any:
+        with self._step_lock, self._connection(call):
+            return self._run("observe", what)
+
+    def _state(self, call: str) -> tuple[bool, int, int]:
+        closed, pending, outstanding = self._observe(call, "state")
         return closed == "1", int(pending), int(outstanding)
 
     @property
     def is_closed(self) -> bool:
-        with self._step_lock, self._connection("is_closed"):
-            return self._redis.hget(self._prefix + "meta", "closed") == "1"
+        return self._observe("is_closed", "closed") == "1"
 
     @property
     def is_drained(self) -> bool:
-        closed, pending, outstanding = self._state()
+        closed, pending, outstanding = self._state("is_drained")
         return closed and pending == 0 and outstanding == 0
 
     @property
     def is_paused(self) -> bool:
-        with self._step_lock, self._connection("is_paused"):
-            return self._redis.hget(self._prefix + "meta", "paused") == "1"
+        return self._observe("is_paused", "paused") == "1"
 
     @property
     def parked_bytes(self) -> int:
@@ -739,17 +950,44 @@ class RedisSampleRefQueue:
             return int(self._run("parked"))
 
     def pending_count(self) -> int:
-        with self._step_lock, self._connection("pending_count"):
-            return int(self._redis.llen(self._prefix + "pending"))
+        return int(self._observe("pending_count", "pending"))
 
     def outstanding_count(self) -> int:
-        with self._step_lock, self._connection("outstanding_count"):
-            return int(self._redis.zcard(self._prefix + "deadlines"))
+        return int(self._observe("outstanding_count", "outstanding"))
+
+    def intents_count(self) -> int:
+        """Completions whose data is not known to be scrubbed yet (scrub intents)."""
+        return int(self._observe("intents_count", "intents"))
 
     def dead_letters(self) -> list[DeadLetter]:
-        with self._step_lock, self._connection("dead_letters"):
-            letters = self._redis.lrange(self._prefix + "dead", 0, -1)
-        return [_dead_letter(text) for text in letters]
+        return [_dead_letter(text) for text in self._observe("dead_letters", "dead")]
+
+    def metrics(self) -> dict[str, Any]:
+        """Live gauges of the queue, read from the server in one script, and
+        this client's reclaimer: ``pending``, ``outstanding``, ``intents``
+        (completions whose data is not known to be scrubbed), ``dead_letters``,
+        ``dead_letters_dropped``, ``paused``, ``closed``, ``leases_issued``,
+        ``version`` (state changes so far), ``reclaimer_running``,
+        ``reclaimer_errors``, ``reclaimer_consecutive_errors``,
+        ``reclaimer_last_error`` and ``reclaimer_last_error_at``."""
+        pending, outstanding, intents, dead, dropped, paused, closed, seq, version = self._observe("metrics", "gauges")
+        status = self.reclaimer_status()
+        return {
+            "pending": int(pending),
+            "outstanding": int(outstanding),
+            "intents": int(intents),
+            "dead_letters": int(dead),
+            "dead_letters_dropped": int(dropped),
+            "paused": paused == "1",
+            "closed": closed == "1",
+            "leases_issued": int(seq),
+            "version": int(version),
+            "reclaimer_running": status["running"],
+            "reclaimer_errors": status.get("errors", 0),
+            "reclaimer_consecutive_errors": status.get("consecutive_errors", 0),
+            "reclaimer_last_error": status.get("last_error"),
+            "reclaimer_last_error_at": status.get("last_error_at"),
+        }
 
     def drain_dead_letters(self) -> list[DeadLetter]:
         with self._step_lock, self._connection("drain_dead_letters"):
@@ -762,16 +1000,14 @@ class RedisSampleRefQueue:
 
     @property
     def dead_letters_dropped(self) -> int:
-        with self._step_lock, self._connection("dead_letters_dropped"):
-            return int(self._redis.hget(self._prefix + "meta", "dropped") or 0)
+        return int(self._observe("dead_letters_dropped", "dropped"))
 
     def delete(self) -> int:
         """Remove every key of this queue from the server (an operator's
-        clean-up; clients still using it will find an empty queue).  Returns
-        how many keys were removed."""
+        clean-up; every client still using it then gets ``QueueStateLost``).
+        Returns how many keys were removed."""
         with self._connection("delete"):
-            keys = list(self._redis.scan_iter(match=_glob_escape(self._prefix) + "*"))
-            return int(self._redis.delete(*keys)) if keys else 0
+            return _delete_keys(self._redis, self._prefix)
 
     def __repr__(self) -> str:
         return f"RedisSampleRefQueue({self._url!r}, name={self._name!r}, epoch={self._epoch!r})"
@@ -830,8 +1066,29 @@ class _Connection:
         return None
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
-        if exc is None or not isinstance(exc, (redis_py.exceptions.ConnectionError, redis_py.exceptions.TimeoutError)):
+        if exc is None or not isinstance(exc, redis_py.exceptions.RedisError):
             return False
+        if isinstance(exc, redis_py.exceptions.ResponseError):
+            text = str(exc)
+            if text.startswith(LOST):
+                why = text[len(LOST):].strip()
+                queue = self.queue
+                raise QueueStateLost(
+                    f"{self.call}: queue {queue._name!r} on {queue._url} lost its state: {why}. Nothing of it is "
+                    f"accepted any more (not its leases, not its pending work). Stop its producers and consumers; "
+                    f"an operator recovers with refqueue.backends.redis.delete_queue(url, {queue._name!r}), opens "
+                    f"the queue again (a new epoch) and puts again the refs the store still holds (docs/REDIS.md, "
+                    f"'When the server loses state')"
+                ) from None
+            raise RedisRefused(
+                f"{self.call}: the Redis server at {self.queue._url} refused the command ({text}); the call changed "
+                f"nothing. Fix the server (memory, a read-only replica, its disk, the user's permissions) and call again"
+            ) from exc
+        if not isinstance(exc, (redis_py.exceptions.ConnectionError, redis_py.exceptions.TimeoutError)):
+            raise RedisRefused(
+                f"{self.call}: redis-py failed on a command to {self.queue._url} ({type(exc).__name__}: {exc}); the "
+                f"call changed nothing. Report it with the call that raised it"
+            ) from exc
         raise RedisUnavailable(
             f"{self.call}: lost the connection to the Redis server at {self.queue._url} ({exc}); nothing the "
             f"server acknowledged is lost. Check that the server is up and reachable, then call again "
@@ -872,6 +1129,34 @@ def _bulk(value: object) -> bytes:
     """One RESP bulk string: a str as UTF-8, an int in decimal (``_packed`` passes no other type)."""
     data = value.encode() if type(value) is str else b"%d" % value  # type: ignore[attr-defined]
     return b"$%d\r\n%s\r\n" % (len(data), data)
+
+
+def _delete_keys(client: Any, prefix: str) -> int:
+    keys = list(client.scan_iter(match=_glob_escape(prefix) + "*"))
+    return int(client.delete(*keys)) if keys else 0
+
+
+def delete_queue(url: str, name: str, *, prefix: str = "refqueue:") -> int:
+    """Remove every key of queue ``name`` from the server at ``url`` (an
+    operator's recovery after ``QueueStateLost``, or a clean-up); returns how
+    many keys were removed.  Every client still using the queue then gets
+    ``QueueStateLost``; a queue opened under that name afterwards is new (a
+    new epoch)."""
+    url = _check_url(url)
+    name = _check_name(name)
+    if not isinstance(prefix, str):
+        raise TypeError(f"delete_queue(prefix) must be a str, got {describe(prefix)}; pass e.g. 'refqueue:'")
+    client = redis_py.Redis.from_url(url, **_CLIENT_OPTIONS)
+    try:
+        try:
+            return _delete_keys(client, f"{prefix}{{{name}}}:")
+        except (redis_py.exceptions.ConnectionError, redis_py.exceptions.TimeoutError) as exc:
+            raise RedisUnavailable(
+                f"delete_queue({name!r}): cannot reach the Redis server at {redacted(url)} ({exc}); check that it is "
+                f"up and reachable, then call again"
+            ) from exc
+    finally:
+        client.close()
 
 
 def _glob_escape(text: str) -> str:

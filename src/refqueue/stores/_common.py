@@ -20,17 +20,22 @@ __all__ = ["new_ref", "duplicate_sample", "check_room", "check_ref", "check_hand
 
 
 def new_ref(
-    call: str, store_uri: str, sample_id: str, tensors: Mapping[str, Any], fields: Mapping[str, Any]
+    call: str,
+    store_uri: str,
+    sample_id: str,
+    tensors: Mapping[str, Any],
+    fields: Mapping[str, Any],
+    key_prefix: str | None = None,
 ) -> tuple[SampleRef, list[tuple[str, torch.Tensor]]]:
     """The ref a put of ``tensors`` into the store at ``store_uri`` makes
-    (feature keys ``"<sample_id>/<feature>"``, the specs and the exact size
-    from the tensors, ``fields`` the rest of the put's keywords), and the
-    checked (name, tensor) pairs in feature order.  ``TypeError`` /
-    ``ValueError`` for bad tensors (named by ``call``), then the ``SampleRef``
-    messages for bad fields."""
+    (feature keys ``"<key_prefix>/<feature>"``, the prefix defaulting to the
+    sample id; the specs and the exact size from the tensors, ``fields`` the
+    rest of the put's keywords), and the checked (name, tensor) pairs in
+    feature order.  ``TypeError`` / ``ValueError`` for bad tensors (named by
+    ``call``), then the ``SampleRef`` messages for bad fields."""
     pairs = check_features(call, tensors)
     specs = {name: FeatureSpec.of(tensor) for name, tensor in pairs}
-    return SampleRef.build(sample_id, specs, store_uri=store_uri, **fields), pairs
+    return SampleRef.build(sample_id, specs, store_uri=store_uri, key_prefix=key_prefix, **fields), pairs
 
 
 def duplicate_sample(call: str, sample_id: str, store_uri: str) -> DuplicateSample:

@@ -24,6 +24,13 @@ Design notes
   update leaves them short of the truth; ``gc`` recounts from the directory.
 * **Only a scrub removes data** (D2), from any process: ``scrub(ref)``
   removes the file if it holds that very ref, and updates the counters.
+* **Each put is its own ref.**  The feature keys of a put's ref carry a
+  token drawn for that put (``"<sample_id>@<token>/<feature>"``), so two
+  puts of the same id with the same tensors make unequal refs.  A scrub is
+  therefore a compare-and-delete of one put's data: a late or repeated
+  scrub of an old incarnation (a queue's scrub intent collected after its
+  committing client died, D9) never removes the data of a later put of the
+  same id.
 * **Memory-mapped gets.**  ``get`` maps the file copy-on-write and builds
   each tensor on the mapping (``torch.frombuffer``): no copy until the
   consumer asks for a device, a consumer that edits a feature edits its own
@@ -241,7 +248,7 @@ class SharedDirFeatureStore(FeatureStore):
             run_id=run_id, algorithm=algorithm, schema_version=schema_version, num_tokens=num_tokens,
             target_model_version=target_model_version, draft_weight_version=draft_weight_version,
         )
-        ref, pairs = new_ref(call, self._uri, sample_id, tensors, fields)
+        ref, pairs = new_ref(call, self._uri, sample_id, tensors, fields, key_prefix=f"{sample_id}@{uuid.uuid4().hex[:16]}")
         if self._final(sample_id).exists():
             raise duplicate_sample(call, sample_id, self._uri)
         path = self._tmp / f"{self._host}.{os.getpid()}.{uuid.uuid4().hex[:12]}.{sample_id}{_PART}"
@@ -332,6 +339,16 @@ class SharedDirFeatureStore(FeatureStore):
             resident, count = self._read_counters()
             self._write_counters(max(0, resident - ref.estimated_bytes), max(0, count - 1))
         return True
+
+    def refs(self) -> list[SampleRef]:
+        """The refs of every published sample, by sample id (one header read
+        each): what an operator puts again after a queue lost its state."""
+        self._check_open("refs")
+        out = []
+        for path in sorted(self._samples.glob(f"*{_SUFFIX}")):
+            with contextlib.suppress(FileNotFoundError):
+                out.append(_read_ref(path))
+        return out
 
     def health(self) -> StoreHealth:
         """Occupancy from the shared counters: one small file read, no lock, no scan."""
