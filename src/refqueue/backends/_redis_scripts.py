@@ -642,15 +642,15 @@ READS = frozenset({"observe", "lease_state", "parked"})
 LOST = "REFQUEUE_LOST"
 
 
-def source(op: str, body: str | None = None) -> str:
-    """The full Lua source of script ``op`` (``body``: a replacement body,
+def source(op: str, body: str | None = None, prelude: str = PRELUDE) -> str:
+    """The full Lua source of script ``op`` (``body``, ``prelude``: replacements,
     for the mutants): the prelude, then for every script but ``create`` the
     guard, the body as a function, and the answer ``{version, tip, result}``."""
     text = SCRIPTS[op] if body is None else body
     if op == "create":
-        return PRELUDE + text
+        return prelude + text
     return (
-        PRELUDE
+        prelude
         + "local function body()\n" + text + "\nend\n"
         + "local lost = guard()\n"
         + f"if lost then return redis.error_reply('{LOST} ' .. lost) end\n"

@@ -7,7 +7,11 @@ says "Ready to accept connections" on its log (read from its stdout, with a
 bounded wait), not after a guessed delay; a port taken between choosing it
 and binding it is retried with another.  ``persistent=True`` turns on the
 append-only file with ``appendfsync always`` in ``directory`` (for tests
-that kill and restart the server); otherwise nothing is written to disk.
+that kill and restart the server); otherwise nothing is written to disk, unless
+``restart(durable=True)`` asks the server to save what it holds on its way
+down (``SHUTDOWN SAVE`` to ``directory``, loaded again at start).
+``restart(durable=False)`` kills it and starts it empty: a server that
+lost its state.
 """
 
 from __future__ import annotations
@@ -46,6 +50,11 @@ class RedisServer:
     def __init__(self, *, persistent: bool = False, directory: str | None = None, port: int | None = None) -> None:
         if persistent and directory is None:
             raise ValueError("RedisServer(persistent=True) needs directory=, the folder for the append-only file")
+        self._own_directory = directory is None
+        if directory is None:
+            import tempfile
+
+            directory = tempfile.mkdtemp(prefix="refqueue-redis-")
         self.persistent = persistent
         self.directory = directory
         self.port = port
@@ -66,14 +75,45 @@ class RedisServer:
         # default hz 10, a BLPOP of 25 ms returns after 100 ms: measured on 7.0.15)
         command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--protected-mode", "yes",
                    "--hz", "100"]
+        command += ["--dir", str(self.directory), "--dbfilename", "dump.rdb"]
         if self.persistent:
-            command += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.directory)]
+            command += ["--appendonly", "yes", "--appendfsync", "always"]
         else:
             command += ["--appendonly", "no"]
         return command
 
+    def restart(self, *, durable: bool) -> None:
+        """Restart the server on its port: ``durable`` keeps everything it holds
+        (the append-only file, or ``SHUTDOWN SAVE`` to a snapshot it loads at
+        start); otherwise it is killed and comes back empty (its files removed)."""
+        if self.process is None:
+            raise RedisServerError("RedisServer.restart: the server is not running; start() it first")
+        if durable and not self.persistent:
+            import redis as redis_py
+
+            client = redis_py.Redis(host="127.0.0.1", port=self.port, socket_timeout=30)
+            try:
+                client.shutdown(save=True)
+            except redis_py.exceptions.ConnectionError:
+                pass  # the server closed the connection as it went down
+            finally:
+                client.close()
+            self.process.wait(30)
+            self.process = None
+        else:
+            self.kill()
+            if not durable:
+                for name in ("dump.rdb", "appendonly.aof", "appendonlydir"):
+                    path = os.path.join(str(self.directory), name)
+                    if os.path.isdir(path):
+                        shutil.rmtree(path)
+                    elif os.path.exists(path):
+                        os.remove(path)
+        self.start()
+
     def start(self, timeout: float = 20.0) -> RedisServer:
         """Start the server (again, on the same port, after ``kill``) and wait until it is ready."""
+        os.makedirs(str(self.directory), exist_ok=True)
         attempts = 1 if self.port is not None else 5
         last = ""
         for _ in range(attempts):
@@ -99,14 +139,15 @@ class RedisServer:
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL if it does not exit in 10 s)."""
         process, self.process = self.process, None
-        if process is None:
-            return
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._own_directory:
+            shutil.rmtree(str(self.directory), ignore_errors=True)
 
 
 def _wait_ready(process: subprocess.Popen[bytes], timeout: float) -> tuple[bool, str]:

@@ -27,8 +27,9 @@ Design notes
   ``store.scrub(ref)``, then ``clear_intent``: never the other way round,
   which could scrub the data of a sample that another process has just had
   reclaimed and redelivered.  A client killed between the commit and the
-  scrub, a reply lost, a server killed: the intent stays, and one
-  visibility timeout after the commit any client collects it
+  scrub, a reply lost, a server killed: the intent stays, and
+  ``intent_delay`` (by default one visibility timeout) after the commit
+  any client collects it
   (``collect_intents``, which ``reclaim_expired`` and so the background
   reclaimer run): it claims the intent, scrubs (a compare-and-delete of
   the exact ref, so twice or late is harmless) and clears it.  The commit
@@ -98,7 +99,7 @@ from refqueue._checks import (
 )
 from refqueue._leases import MAX_DELIVERIES_REASON, DeadLetter, Lease, VisibilityTimeout, mint_lease
 from refqueue._reclaimer import Reclaimer
-from refqueue.backends._redis_scripts import KEYS, LOST, READS, SCRIPTS, source
+from refqueue.backends._redis_scripts import KEYS, LOST, PRELUDE, READS, SCRIPTS, source
 from refqueue.errors import (
     DuplicateSample,
     ForeignLease,
@@ -168,8 +169,8 @@ class _Scripts:
     """The Lua sources of a queue class and their SHA1s (what ``EVALSHA`` names
     them by): ``SCRIPTS`` with the class's ``SCRIPT_BODIES`` in place."""
 
-    def __init__(self, bodies: dict[str, str]) -> None:
-        self.sources = {op: source(op, body) for op, body in bodies.items()}
+    def __init__(self, bodies: dict[str, str], prelude: str) -> None:
+        self.sources = {op: source(op, body, prelude) for op, body in bodies.items()}
         self.shas = {op: hashlib.sha1(text.encode()).hexdigest() for op, text in self.sources.items()}
 
 
@@ -227,13 +228,18 @@ class RedisSampleRefQueue:
     certification, and every client of the queue must then share it.
     ``socket_timeout`` (seconds, with ``url=``) bounds how long a call
     waits for a server that does not answer before ``RedisUnavailable``.
+    ``intent_delay`` (seconds of the queue's clock; default the visibility
+    timeout) is how long after a completion commits its scrub intent waits
+    for the committing client before any client may collect it.
 
     Opening a queue whose state was found lost raises ``QueueStateLost``:
     ``delete_queue`` it first (an operator's decision), then open it again.
     """
 
-    # Each script's body by name; a subclass (a mutant) may replace some.
+    # Each script's body by name, and the helpers they share; a subclass (a
+    # mutant) may replace some.
     SCRIPT_BODIES: dict[str, str] = SCRIPTS
+    SCRIPT_PRELUDE: str = PRELUDE
 
     def __init__(
         self,
@@ -253,6 +259,7 @@ class RedisSampleRefQueue:
         clock: Any = None,
         dead_letter_limit: int = DEFAULT_DEAD_LETTER_LIMIT,
         socket_timeout: float | None = None,
+        intent_delay: float | None = None,
     ) -> None:
         visibility_timeout, high_override, low_override = check_queue_arguments(
             "RedisSampleRefQueue", store, visibility_timeout, high_watermark_bytes, low_watermark_bytes,
@@ -265,6 +272,8 @@ class RedisSampleRefQueue:
                 f"{describe(clock)}; pass refqueue.clock.ManualClock() in tests"
             )
         name = _check_name(name)
+        if intent_delay is not None:
+            intent_delay = check_seconds("RedisSampleRefQueue(intent_delay)", intent_delay)
         if not isinstance(prefix, str):
             raise TypeError(f"RedisSampleRefQueue(prefix) must be a str, got {describe(prefix)}; pass e.g. 'refqueue:'")
         if (url is None) == (client is None):
@@ -309,7 +318,7 @@ class RedisSampleRefQueue:
         self._redis = client
         scripts = _SCRIPT_CACHE.get(type(self))
         if scripts is None:
-            scripts = _SCRIPT_CACHE[type(self)] = _Scripts(type(self).SCRIPT_BODIES)
+            scripts = _SCRIPT_CACHE[type(self)] = _Scripts(type(self).SCRIPT_BODIES, type(self).SCRIPT_PRELUDE)
         self._scripts = scripts
         # Each thread's own connection for the scripts (see _evalsha).
         self._held = _held_for(client.connection_pool)
@@ -319,6 +328,15 @@ class RedisSampleRefQueue:
         self._vt = visibility_timeout
         self._vt_seconds = visibility_timeout.seconds
         self._vt_text = repr(visibility_timeout.seconds)
+        self._intent_delay = visibility_timeout.seconds if intent_delay is None else intent_delay
+        self._intent_text = repr(self._intent_delay)
+        # What opens another client of this queue (refqueue.backends._redis_faults).
+        self._open_args = {
+            "url": url, "name": name, "prefix": prefix, "visibility_timeout": visibility_timeout.seconds,
+            "high_watermark_bytes": high_watermark_bytes, "low_watermark_bytes": low_watermark_bytes,
+            "max_deliveries": max_deliveries, "dedup_window": dedup_window, "dead_letter_limit": dead_letter_limit,
+            "socket_timeout": socket_timeout, "intent_delay": intent_delay,
+        }
         self._high, self._low = high, low
         self._high_text = "" if high is None else str(high)
         self._low_text = "" if low is None else str(low)
@@ -667,9 +685,9 @@ class RedisSampleRefQueue:
         """Ack (``reason`` "") or dead-letter a live lease: one fenced script
         commits, then the store scrubs (D2); a scrub that raises is undone."""
         with self._store_lock:
-            now, due = self._times(self._vt_seconds)
+            now, due = self._times(self._intent_delay)
             with self._connection(call):
-                answer = self._run("finish", sample_id, lease_id, reason, now, due, self._vt_text)
+                answer = self._run("finish", sample_id, lease_id, reason, now, due, self._intent_text)
             if answer == 0:
                 return False
             ref_json, undo, producers = answer
@@ -714,8 +732,8 @@ class RedisSampleRefQueue:
         """Scrub the data of completions whose committing client never did
         (killed between the commit and the scrub, its reply lost, its server
         killed) and clear their intents; returns how many samples' data this
-        call removed.  An intent is collectable one visibility timeout after
-        its commit (``include_recent``: at once; safe, since a scrub is a
+        call removed.  An intent is collectable ``intent_delay`` after its
+        commit (``include_recent``: at once; safe, since a scrub is a
         compare-and-delete of the exact ref).  ``reclaim_expired`` (and so the
         background reclaimer) calls it: without a reclaimer, call it yourself."""
         if not isinstance(include_recent, bool):
@@ -724,10 +742,10 @@ class RedisSampleRefQueue:
         notify = False
         with self._store_lock:
             while True:
-                now, due = self._times(self._vt_seconds)
+                now, due = self._times(self._intent_delay)
                 with self._connection("collect_intents"):
                     claimed = self._run(
-                        "collect", now, due, self._vt_text, "1" if include_recent else "0", COLLECT_BATCH
+                        "collect", now, due, self._intent_text, "1" if include_recent else "0", COLLECT_BATCH
                     )
                 for sample_id, ref_json in zip(claimed[::2], claimed[1::2]):
                     if self._store.scrub(self._ref(ref_json, forget=True)):
@@ -765,9 +783,9 @@ class RedisSampleRefQueue:
         or dead-lettered at ``max_deliveries`` (D7); True.  Stale: False."""
         sample_id, lease_id = self._check_lease("fail", lease)
         with self._store_lock:
-            now, due = self._times(self._vt_seconds)
+            now, due = self._times(self._intent_delay)
             with self._connection("fail"):
-                answer = self._run("fail", sample_id, lease_id, now, due, self._vt_text)
+                answer = self._run("fail", sample_id, lease_id, now, due, self._intent_text)
             if answer == 0:
                 return False
             ref_json, undo, producers = answer
@@ -810,7 +828,7 @@ class RedisSampleRefQueue:
                 now = "" if self._now is None else repr(float(self._now()))
                 while True:
                     with self._connection("reclaim_expired"):
-                        now, count, producers, *dead = self._run("reclaim", now, self._vt_text)
+                        now, count, producers, *dead = self._run("reclaim", now, self._intent_text)
                     total += int(count)
                     if not dead:
                         break
@@ -1234,6 +1252,8 @@ def build(queue_class: type[RedisSampleRefQueue], store: Any, clock: Any, **conf
     seconds = config.pop("visibility_timeout", None)
     timeout = None if seconds is None else VisibilityTimeout(seconds)
     client = _client(url)
+    from refqueue.backends._redis_faults import KIT_INTENT_DELAY
+
     queue = queue_class(
         store,
         timeout,
@@ -1241,6 +1261,7 @@ def build(queue_class: type[RedisSampleRefQueue], store: Any, clock: Any, **conf
         name=f"certify-{uuid.uuid4().hex}",
         prefix=options.get("prefix", "refqueue:"),
         clock=clock,
+        intent_delay=KIT_INTENT_DELAY,
         **config,
     )
     # A certification makes thousands of queues: each one's keys leave the
@@ -1264,4 +1285,11 @@ def _capabilities() -> Any:
     return Capabilities()
 
 
+def _faults() -> Any:
+    from refqueue.backends._redis_faults import RedisFaults
+
+    return RedisFaults()
+
+
 make.capabilities = _capabilities()  # type: ignore[attr-defined]
+make.faults = _faults()  # type: ignore[attr-defined]
