@@ -336,7 +336,7 @@ def _state_loss(c: _Context) -> Verdict:
                             f"QueueStateLost at {c.t(after[0])}", [])
         used = next((op for op in c.history if op.invoke_ns > (first.return_ns or first.invoke_ns)
                      and op.process not in ("nemesis", "supervisor") and op.outcome == OK
-                     and op.call in ("acquire", "put", "ack")), None)
+                     and (op.call in ("put", "ack") or (op.call == "acquire" and op.result))), None)
         evidence = (first.index,) + ((used.index,) if used is not None else ())
         return _verdict(name, "a restart without persistence is detected", [Anomaly(
             "loss_undetected", f"the server restarted without persistence at {c.t(first)} (its state gone), and no "

@@ -170,5 +170,12 @@ class Supervisor:
             self.reap(1.0)
         return killed
 
-    def retire_all(self, timeout: float) -> list[str]:
-        return self.retire(list(self.slots), timeout)
+    def shutdown(self) -> None:
+        """Retire every slot and SIGKILL every live process (a run that failed
+        or was interrupted): nothing is replaced, nothing outlives the run."""
+        with self._lock:
+            self._retired.update(self.slots)
+        while self.live():
+            for inc in self.live():
+                self.kill(inc)
+            self.reap(1.0)

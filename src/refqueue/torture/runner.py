@@ -144,10 +144,7 @@ def run_torture(config: TortureConfig, progress: Any = sys.stderr) -> RunResult:
         if nemesis is not None and nemesis._thread.is_alive():
             nemesis.stop()
         if supervisor is not None:
-            for inc in supervisor.live():
-                supervisor.kill(inc)
-            while supervisor.live():
-                supervisor.reap(1.0)
+            supervisor.shutdown()
         if proxy is not None:
             proxy.close()
         if server is not None:
