@@ -4,9 +4,10 @@ many processes (on many machines, over a shared mount) use at once.
 Layout under ``root``::
 
     samples/<sample_id>.safetensors   published samples (the ref's JSON in the header's metadata)
-    tmp/<host>.<pid>.<hex>.<sample_id>.part   puts being written
+    tmp/<host>.<pid>.<hex>.part       puts being written (no sample id: the name stays short)
     .refqueue/lock                    fcntl lock file: every change of the counters holds it
     .refqueue/counters.json           {"resident_bytes": ..., "sample_count": ...}
+    .refqueue/damaged/<name>.<hex>    what gc() or a scrub found damaged under samples/, moved aside
 
 Design notes
 ------------
@@ -18,10 +19,24 @@ Design notes
   a producer killed before ``publish`` leaves only a temporary, which
   ``gc`` removes once its writer is dead.
 * **Counters shared by processes.**  ``counters.json`` is replaced (write a
-  temporary, ``os.replace``) with the lock held, so ``health()`` reads it
-  without the lock, in O(1), never scanning the directory, and always sees a
-  whole version.  A process killed between the publish and the counters'
-  update leaves them short of the truth; ``gc`` recounts from the directory.
+  temporary of an unpredictable name, ``os.replace``; ``refqueue.stores._counters``)
+  with the lock held, so ``health()`` reads it without the lock, in O(1),
+  never scanning the directory, and always sees a whole version.  A put
+  writes the new counters' temporary *before* it links the sample, so a
+  disk with room for the sample but not for the counters fails the put with
+  nothing published.  A process killed between the link and the rename
+  leaves them short of the truth; ``gc`` recounts from the directory.  A
+  counters file that is damaged (not JSON, negative, not ints) is recounted
+  from the directory, with the lock, by whoever reads it, and a warning
+  names it.
+* **Files are distrusted** (``refqueue.stores._sample_files``): a reader
+  never follows a symlink, never blocks on a FIFO, and checks the header,
+  the ref and every tensor's bounds before it maps anything.  A damaged
+  sample is the sample's fault, never the reader's: ``get`` raises
+  ``RefMismatch`` (the loader dead-letters it), ``scrub`` of its ref moves
+  it aside to ``.refqueue/damaged/`` (the ref's own file or not, nobody can
+  use it), ``gc`` moves aside every damaged thing it finds and counts the
+  rest, ``refs`` skips it.
 * **Only a scrub removes data** (D2), from any process: ``scrub(ref)``
   removes the file if it holds that very ref, and updates the counters.
 * **Each put is its own ref.**  The feature keys of a put's ref carry a
@@ -51,12 +66,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import itertools
-import json
-import mmap
+import logging
 import os
 import re
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -64,25 +79,26 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import save_file
 
 from refqueue.errors import RefMismatch, SampleMissing, StoreClosed
 from refqueue.refs import FeatureAlgorithm, SampleRef
 from refqueue.store import FeatureStore, StoreHandle, StoreHealth
 from refqueue.stores._common import check_handle, check_ref, check_room, duplicate_sample, new_ref
-from refqueue.stores._tensors import first_mismatch, resolve_device
+from refqueue.stores._counters import Counters
+from refqueue.stores._sample_files import SUFFIX as _SUFFIX
+from refqueue.stores._sample_files import Damaged, map_sample, read_ref
+from refqueue.stores._tensors import resolve_device
 
 __all__ = ["SharedDirFeatureStore", "Staged"]
 
+logger = logging.getLogger(__name__)
+
 _ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
-_SUFFIX = ".safetensors"
 _PART = ".part"
-# safetensors dtype names -> torch dtypes (the ones torch.frombuffer can view)
-_DTYPES = {
-    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
-    "U8": torch.uint8, "BOOL": torch.bool,
-}
+# A temporary's name starts with its writer's host (at most 64 safe characters).
+_HOST_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def check_sample_id(call: str, sample_id: object) -> str:
@@ -170,13 +186,17 @@ class SharedDirFeatureStore(FeatureStore):
         meta = self._root / ".refqueue"
         for folder in (self._samples, self._tmp, meta):
             folder.mkdir(parents=True, exist_ok=True)
-        self._counters_path = meta / "counters.json"
+        self._damaged = meta / "damaged"
+        self._counters = Counters(meta / "counters.json")
         self._lock = threading.Lock()
-        self._lock_fd = os.open(meta / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        self._lock_fd = os.open(meta / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        # set when this process could not update the counters after a scrub
+        # (a full disk): the next change under the lock recounts first
+        self._recount_due = False
         with self._locked():
-            if not self._counters_path.exists():
-                self._write_counters(0, 0)
-        self._host = socket.gethostname().replace(".", "_")
+            if not os.path.lexists(self._counters.path):
+                self._counters.write(0, 0)
+        self._host = _HOST_UNSAFE.sub("_", socket.gethostname())[:64] or "host"
         self._handles: dict[int, str] = {}
         self._handle_ids = itertools.count(1)
         self._closed = False
@@ -249,13 +269,21 @@ class SharedDirFeatureStore(FeatureStore):
             target_model_version=target_model_version, draft_weight_version=draft_weight_version,
         )
         ref, pairs = new_ref(call, self._uri, sample_id, tensors, fields, key_prefix=f"{sample_id}@{uuid.uuid4().hex[:16]}")
-        if self._final(sample_id).exists():
+        if os.path.lexists(self._final(sample_id)):
             raise duplicate_sample(call, sample_id, self._uri)
-        path = self._tmp / f"{self._host}.{os.getpid()}.{uuid.uuid4().hex[:12]}.{sample_id}{_PART}"
+        path = self._tmp / f"{self._host}.{os.getpid()}.{uuid.uuid4().hex}{_PART}"
         try:
             save_file({name: _cpu_contiguous(t) for name, t in pairs}, str(path), metadata={"ref": ref.to_json()})
             if self._fsync:
                 _fsync_file(path)
+        except (OSError, SafetensorError) as exc:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise OSError(
+                getattr(exc, "errno", None) or 0,
+                f"{call}: cannot write the sample under {str(self._tmp)!r} ({exc}); nothing was published; "
+                f"free space on the store's mount (or fix its permissions) and put again",
+            ) from exc
         except BaseException:
             with contextlib.suppress(OSError):
                 path.unlink()
@@ -272,14 +300,33 @@ class SharedDirFeatureStore(FeatureStore):
         try:
             self._check_open("put")
             with self._locked():
-                resident, count = self._read_counters()
+                resident, count = self._locked_counters()
                 nbytes = ref.estimated_bytes
                 check_room(call, nbytes, resident, count, self._max_bytes, self._max_samples)
+                # the counters first: a disk without room for them fails the put here,
+                # before anything is published
                 try:
-                    os.link(part, self._final(ref.sample_id))  # never replaces: fails if present
+                    counters = self._counters.stage(resident + nbytes, count + 1)
+                except OSError as exc:
+                    raise OSError(
+                        exc.errno, f"{call}: cannot update the counters ({exc.strerror}); nothing was published; "
+                        f"free space on {str(self._root)!r} and put again"
+                    ) from exc
+                final = self._final(ref.sample_id)
+                try:
+                    os.link(part, final)  # never replaces: fails if present
                 except FileExistsError:
+                    self._counters.discard(counters)
                     raise duplicate_sample(call, ref.sample_id, self._uri) from None
-                self._write_counters(resident + nbytes, count + 1)
+                except BaseException:
+                    self._counters.discard(counters)
+                    raise
+                try:
+                    self._counters.commit(counters)
+                except BaseException:
+                    final.unlink()  # unpublish: the put fails whole
+                    self._counters.discard(counters)
+                    raise
             if self._fsync:
                 _fsync_dir(self._samples)
         finally:
@@ -295,12 +342,18 @@ class SharedDirFeatureStore(FeatureStore):
         self._check_open("get")
         self._check_ref("get", ref)
         target = None if device is None else resolve_device("SharedDirFeatureStore.get(device)", device)
+        path = self._final(ref.sample_id)
         try:
-            tensors, stored = _map(self._final(ref.sample_id))
+            tensors, stored = map_sample(path, ref.sample_id)
         except FileNotFoundError:
             raise SampleMissing(
                 f"SharedDirFeatureStore.get({ref.sample_id!r}): its data is not in {self._uri!r} (never "
                 f"published, or scrubbed after its ack or dead-lettering); a stale lease holder should drop it"
+            ) from None
+        except Damaged as exc:
+            raise RefMismatch(
+                f"SharedDirFeatureStore.get({ref.sample_id!r}): {path} is damaged ({exc}); the sample cannot be "
+                f"served: dead-letter it (the loader does), and its scrub moves the file to {str(self._damaged)!r}"
             ) from None
         if stored != ref:
             raise RefMismatch(
@@ -324,35 +377,55 @@ class SharedDirFeatureStore(FeatureStore):
     # -- the queue's calls ------------------------------------------------------------
 
     def scrub(self, ref: SampleRef) -> bool:
-        """Remove the data published under ``ref`` (from any process); True if there was some."""
+        """Remove the data published under ``ref`` (from any process); True if
+        there was some.  A damaged file under the ref's name is moved aside
+        to ``.refqueue/damaged/`` (True): nobody can use it, and whose put it
+        was cannot be read from it."""
         self._check_open("scrub")
         self._check_ref("scrub", ref)
         path = self._final(ref.sample_id)
         with self._locked():
+            resident, count = self._locked_counters()
             try:
-                stored = _read_ref(path)
+                stored = read_ref(path, ref.sample_id)
             except FileNotFoundError:
                 return False
-            if stored != ref:
-                return False
-            path.unlink()
-            resident, count = self._read_counters()
-            self._write_counters(max(0, resident - ref.estimated_bytes), max(0, count - 1))
+            except Damaged as exc:
+                self._quarantine(path, exc)
+            else:
+                if stored != ref:
+                    return False
+                path.unlink()
+            self._update_after_removal(max(0, resident - ref.estimated_bytes), max(0, count - 1))
         return True
 
     def refs(self) -> list[SampleRef]:
         """The refs of every published sample, by sample id (one header read
-        each): what an operator puts again after a queue lost its state."""
+        each): what an operator puts again after a queue lost its state.  A
+        file that is damaged or unreadable is skipped (with a warning)."""
         self._check_open("refs")
         out = []
         for path in sorted(self._samples.glob(f"*{_SUFFIX}")):
-            with contextlib.suppress(FileNotFoundError):
-                out.append(_read_ref(path))
+            try:
+                out.append(read_ref(path, path.name[: -len(_SUFFIX)]))
+            except FileNotFoundError:
+                continue
+            except (Damaged, OSError) as exc:
+                logger.warning("SharedDirFeatureStore.refs: skipped %s: %s", path, exc)
         return out
 
     def health(self) -> StoreHealth:
-        """Occupancy from the shared counters: one small file read, no lock, no scan."""
-        resident, count = (0, 0) if self._closed else self._read_counters()
+        """Occupancy from the shared counters: one small file read, no lock, no
+        scan (a damaged counters file is recounted, with the lock, first)."""
+        if self._closed:
+            resident, count = 0, 0
+        else:
+            counters = self._counters.read()
+            if isinstance(counters, str):
+                with self._locked():
+                    resident, count = self._locked_counters()
+            else:
+                resident, count = counters
         return StoreHealth.of_counters(
             resident, count, capacity_bytes=self._max_bytes, high_watermark_bytes=self._high,
             low_watermark_bytes=self._low,
@@ -361,31 +434,32 @@ class SharedDirFeatureStore(FeatureStore):
     def gc(self, *, orphan_age: float = 3600.0) -> int:
         """Remove what crashed producers left: temporaries of dead writers on
         this host, and of other hosts once older than ``orphan_age`` seconds;
-        sweep this process's handles whose sample is gone; recount the
-        counters from the directory.  Returns how many things were removed."""
+        move aside (to ``.refqueue/damaged/``) whatever under ``samples/`` is
+        not a sample file this store wrote whole (a damaged file, a FIFO, a
+        folder, a symlink); sweep this process's handles whose sample is
+        gone; recount the counters from the directory.  A file it cannot
+        read (an I/O error) is left where it is, uncounted, with a warning.
+        Returns how many things were removed or moved aside."""
         self._check_open("gc")
-        import time
-
         removed = 0
         with self._locked():
             for part in self._tmp.glob(f"*{_PART}"):
                 host, pid = _writer(part.name)
+                dead = False
                 if host == self._host:
                     dead = pid is not None and not _alive(pid)
                 else:
                     with contextlib.suppress(FileNotFoundError):
-                        dead = time.time() - part.stat().st_mtime > orphan_age
+                        dead = time.time() - part.lstat().st_mtime > orphan_age
                 if dead:
                     with contextlib.suppress(FileNotFoundError):
                         part.unlink()
                         removed += 1
-            resident = count = 0
-            for path in self._samples.glob(f"*{_SUFFIX}"):
-                with contextlib.suppress(FileNotFoundError):
-                    resident += _read_ref(path).estimated_bytes
-                    count += 1
-            self._write_counters(resident, count)
-            gone = [h for h, sample_id in self._handles.items() if not self._final(sample_id).exists()]
+            resident, count, moved = self._recount()
+            removed += moved
+            self._counters.write(resident, count)
+            self._recount_due = False
+            gone = [h for h, sample_id in self._handles.items() if not os.path.lexists(self._final(sample_id))]
             for h in gone:
                 del self._handles[h]
         return removed + len(gone)
@@ -412,15 +486,57 @@ class SharedDirFeatureStore(FeatureStore):
             finally:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
-    def _read_counters(self) -> tuple[int, int]:
-        data = json.loads(self._counters_path.read_bytes())
-        return int(data["resident_bytes"]), int(data["sample_count"])
+    def _locked_counters(self) -> tuple[int, int]:
+        """The counters (lock held); recounted from the directory, and the file
+        rewritten, when it is damaged or this process left it stale."""
+        counters = self._counters.read()
+        if isinstance(counters, str) or self._recount_due:
+            if isinstance(counters, str):
+                logger.warning("SharedDirFeatureStore: %s is damaged (%s); recounted from %s",
+                               self._counters.path, counters, self._samples)
+            resident, count, _ = self._recount()
+            self._counters.write(resident, count)
+            self._recount_due = False
+            return resident, count
+        return counters
 
-    def _write_counters(self, resident: int, count: int) -> None:
-        """Replace the counters file (lock held): readers see the old or the new one whole."""
-        tmp = self._counters_path.with_name(f"counters.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({"resident_bytes": resident, "sample_count": count}))
-        os.replace(tmp, self._counters_path)
+    def _recount(self) -> tuple[int, int, int]:
+        """(resident bytes, samples, things moved aside) from ``samples/`` (lock held)."""
+        resident = count = moved = 0
+        for path in self._samples.glob(f"*{_SUFFIX}"):
+            try:
+                resident += read_ref(path, path.name[: -len(_SUFFIX)]).estimated_bytes
+                count += 1
+            except FileNotFoundError:
+                continue
+            except Damaged as exc:
+                moved += self._quarantine(path, exc)
+            except OSError as exc:
+                logger.warning("SharedDirFeatureStore: cannot read %s (%s); left in place, not counted", path, exc)
+        return resident, count, moved
+
+    def _quarantine(self, path: Path, why: Exception) -> int:
+        """Move ``path`` (damaged) to ``.refqueue/damaged/``; 1 if moved (lock held)."""
+        self._damaged.mkdir(exist_ok=True)
+        target = self._damaged / f"{path.name}.{uuid.uuid4().hex[:12]}"
+        try:
+            os.rename(path, target)
+        except FileNotFoundError:
+            return 0
+        logger.warning("SharedDirFeatureStore: %s is damaged (%s); moved to %s", path, why, target)
+        return 1
+
+    def _update_after_removal(self, resident: int, count: int) -> None:
+        """Write the counters after data was removed (lock held).  The data is
+        gone whatever happens here: if the disk cannot take the counters, they
+        stay too high (backpressure errs on the safe side), a warning says so,
+        and this process's next change recounts first (``gc()`` in any)."""
+        try:
+            self._counters.write(resident, count)
+        except OSError as exc:
+            self._recount_due = True
+            logger.warning("SharedDirFeatureStore: could not update %s after removing data (%s); it reads "
+                           "high until the next change recounts (or gc())", self._counters.path, exc)
 
     def _check_open(self, call: str) -> None:
         if self._closed:
@@ -439,45 +555,6 @@ def _cpu_contiguous(tensor: torch.Tensor) -> torch.Tensor:
     if tensor.device.type != "cpu":
         tensor = tensor.cpu()
     return tensor.contiguous()
-
-
-def _header(view: Any) -> tuple[dict[str, Any], int]:
-    """The safetensors header (JSON) of a mapped file and where its data starts."""
-    size = int.from_bytes(view[:8], "little")
-    return json.loads(bytes(view[8 : 8 + size])), 8 + size
-
-
-def _read_ref(path: Path) -> SampleRef:
-    """The ref a published file was put under, from its header only."""
-    with open(path, "rb") as f:
-        size = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(size))
-    return SampleRef.from_json(header["__metadata__"]["ref"])
-
-
-def _map(path: Path) -> tuple[dict[str, torch.Tensor], SampleRef]:
-    """The file's tensors on a private (copy-on-write) mapping, in the ref's order, and its ref."""
-    with open(path, "rb") as f:
-        mapped = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-    header, start = _header(mapped)
-    ref = SampleRef.from_json(header["__metadata__"]["ref"])
-    tensors = {}
-    for name in ref.feature_specs:
-        entry = header[name]
-        dtype = _DTYPES[entry["dtype"]]
-        begin, end = entry["data_offsets"]
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        count = (end - begin) // itemsize
-        flat = (
-            torch.frombuffer(mapped, dtype=dtype, count=count, offset=start + begin)
-            if count
-            else torch.empty(0, dtype=dtype)
-        )
-        tensors[name] = flat.reshape(entry["shape"])
-    problem = first_mismatch(ref, list(tensors.items()))
-    if problem is not None:
-        raise RefMismatch(f"{path}: the file's tensors do not match its ref ({problem}); the file is damaged")
-    return tensors, ref
 
 
 def _writer(name: str) -> tuple[str, int | None]:
