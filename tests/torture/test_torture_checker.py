@@ -242,6 +242,20 @@ def test_after_a_detected_loss_the_state_rules_skip_and_the_others_still_hold(tm
     assert by_name["residency"].valid is None and by_name["residency"].skipped
 
 
+def test_a_loss_detected_after_a_restart_with_everysec_is_not_a_false_alarm(tmp_path):
+    def story(s: Story) -> None:
+        s.fault(55, "restart", {"pid_before": 1, "pid_after": 2, "down_s": 0.2}, took_ms=200)
+        s.call("c0.0", 300, "acquire", error="QueueStateLost")  # the last acknowledged write did not survive
+
+    result, by_name = verdicts(_story(tmp_path, story).history(), "everysec")
+    assert result.valid is True
+    assert by_name["state_loss"].checked == (
+        "a restart with appendfsync everysec lost writes, and that was detected: c0.0's acquire raised "
+        "QueueStateLost at +0.300s")
+    _, always = verdicts(_story(tmp_path / "always", story).history(), "always")
+    assert [a.kind for a in always["state_loss"].anomalies] == ["loss_misreported"]
+
+
 def test_a_queue_that_never_drained_leaves_the_completions_unknown(tmp_path):
     s = clean_story(tmp_path)
     s.call("final", 200, "is_drained", result=False)  # the last word: not drained

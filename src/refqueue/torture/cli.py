@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--visibility-timeout", type=float, default=3.0, help="lease seconds (default 3)")
     parser.add_argument("--socket-timeout", type=float, default=2.5,
                         help="the clients' socket timeout in seconds; a pause outlasts it (default 2.5)")
+    parser.add_argument("--stall-every", type=float, default=20.0,
+                        help="mean seconds between a consumer's stalls with a lease past the visibility timeout "
+                             "(its late ack must be refused); 0: never (default 20)")
     parser.add_argument("--dir", help="a folder for the runs (store, histories, logs); kept")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders of valid runs too")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -70,7 +73,7 @@ def configs_from(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     common = dict(duration=args.duration, seed=seed, url=args.url, persistence=args.persistence,
                   producers=args.producers, consumers=args.consumers, visibility_timeout=args.visibility_timeout,
-                  socket_timeout=args.socket_timeout)
+                  socket_timeout=args.socket_timeout, stall_every=args.stall_every)
 
     def folder(label: str) -> str | None:
         return None if args.dir is None else os.path.join(args.dir, label.replace(",", "-"))
@@ -91,6 +94,8 @@ def replay_command(config: Any) -> str:
         parts.append(f"--visibility-timeout {config.visibility_timeout:g}")
     if config.socket_timeout != 2.5:
         parts.append(f"--socket-timeout {config.socket_timeout:g}")
+    if config.stall_every != 20.0:
+        parts.append(f"--stall-every {config.stall_every:g}")
     return " ".join(parts)
 
 

@@ -97,6 +97,7 @@ class TortureConfig:
     socket_timeout: float = 2.5  # the clients'; a pause lasts longer than this
     max_deliveries: int = 6
     fail_rate: float = 0.05  # how often a consumer fails a lease instead of acking it
+    stall_every: float = 20.0  # mean seconds between a consumer's stalls past the visibility timeout; 0: never
     proxy: bool | None = None  # route the clients through the dropping proxy; None: when 'drop' is a fault
     high_watermark_samples: int = 48  # the store's pause/resume watermarks, in samples
     low_watermark_samples: int = 16
@@ -130,6 +131,7 @@ class TortureConfig:
                 f"to 1 s on its socket; pass e.g. 2.5"
             )
         _positive("max_deliveries", self.max_deliveries, integer=True)
+        _positive("--stall-every", self.stall_every, allow_zero=True)
         if not 0 <= self.fail_rate < 1:
             raise ValueError(f"fail_rate={self.fail_rate!r} must be in [0, 1); pass e.g. 0.05")
         if not 0 <= self.low_watermark_samples < self.high_watermark_samples:

@@ -90,7 +90,7 @@ def run_torture(config: TortureConfig, progress: Any = sys.stderr) -> RunResult:
             "url": client_url, "name": name, "root": str(root / "store"), "history": str(root / "history"),
             "logs": str(root / "logs"), "seed": config.seed, "visibility_timeout": config.visibility_timeout,
             "socket_timeout": config.socket_timeout, "max_deliveries": config.max_deliveries,
-            "dedup_window": _DEDUP_WINDOW, "fail_rate": config.fail_rate,
+            "dedup_window": _DEDUP_WINDOW, "fail_rate": config.fail_rate, "stall_every": config.stall_every,
             "high_bytes": config.high_watermark_samples * sample_bytes,
             "low_bytes": config.low_watermark_samples * sample_bytes,
         }

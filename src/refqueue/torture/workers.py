@@ -11,7 +11,11 @@ Each behaves as a careful user following docs/REDIS.md:
 * a ``put`` retried after a lost reply answers ``DuplicateSample`` (or
   ``ReplayedSample``: the queue's ``dedup_window`` remembers completed ids)
   when the first one committed: the put is done;
-* consumers run ``start_reclaimer()``;
+* consumers run ``start_reclaimer()``, and now and then (every
+  ``stall_every`` seconds on average, from the process's seeded random
+  stream) stall with a lease for longer than the visibility timeout, as a
+  long training step or a GC pause would: the lease is reclaimed and
+  redelivered meanwhile, and the late ack must answer False (fencing);
 * ``QueueStateLost`` (from the backend, once it can tell) is recorded and
   the process stops (exit status 3); any error that is not a refqueue
   exception is recorded and ends the process (exit status 1).
@@ -281,6 +285,8 @@ def _consume(w: _Worker) -> None:
     w.careful("start_reclaimer", {"interval": interval}, lambda: q.start_reclaimer(interval))
     w.ready()
     watch = _ReclaimerWatch(w)
+    stall_every = w.spec["stall_every"]
+    next_stall = time.monotonic() + w.rng.expovariate(1 / stall_every) if stall_every else float("inf")
     try:
         while not w.orders.check():
             watch.look()
@@ -297,6 +303,11 @@ def _consume(w: _Worker) -> None:
                 missing = False
             except SampleMissing:
                 missing = True  # recorded; the lease is stale (or the data was lost): ack to drop it
+            if time.monotonic() >= next_stall:
+                seconds = w.spec["visibility_timeout"] + w.rng.uniform(0.5, 1.5)
+                # The workload's slowness (a long step), recorded: not a wait for anything.
+                w.rec.call("stall", dict(lease_args(lease), seconds=round(seconds, 3)), lambda: time.sleep(seconds))
+                next_stall = time.monotonic() + w.rng.expovariate(1 / stall_every)
             if not missing and w.rng.random() < w.spec["fail_rate"]:
                 w.finish("fail", lease, lambda: q.fail(lease))
             else:
