@@ -12,6 +12,26 @@
 (* gave back (AckCopy, FailCopy); an environment that reclaims expired     *)
 (* leases, closes the queue and lets time pass.                            *)
 (*                                                                         *)
+(* The deployment over two systems (D9: queue state in Redis, tensor data  *)
+(* in a shared directory) is the same protocol with three switches:        *)
+(*  - TwoStepAck: a live ack or dead-letter commits with a scrub intent    *)
+(*    and leaves the data resident; ScrubIntent removes it later, by       *)
+(*    anyone (the committing client, the reclaimer loop, gc()), once.  A   *)
+(*    client that crashes between the two steps is an interleaving: its    *)
+(*    own ScrubIntent simply never comes.  Off, the ack scrubs in the same *)
+(*    step (the in-process queue).                                         *)
+(*  - LostReplies: a call takes effect while its caller sees an error      *)
+(*    (AcquireLost, AckLost, FailLost, TryPutLost); the caller retries or  *)
+(*    asks lease_state (a retried ack or fail is stale, a retried put,     *)
+(*    PutRetry, changes nothing).                                          *)
+(*  - MaxRestarts > 0: the queue server restarts and loses its state       *)
+(*    (RestartLossy); the loss is detected and the queue moves to a new    *)
+(*    epoch that every lease carries; an operator re-puts what it forgot   *)
+(*    (Recover).  A durable restart is no action at all: the state is      *)
+(*    unchanged and leases stay valid; the calls in flight at the restart  *)
+(*    see errors after their effect happened or before it did, which are   *)
+(*    lost replies (LostReplies) or calls that never happened.             *)
+(*                                                                         *)
 (* Names are shared with the model: the variables are the fields of        *)
 (* refqueue.model.state.State plus the world's consumers and producers,    *)
 (* the actions are the labels world.successors() yields (Next lists them   *)
@@ -22,11 +42,12 @@
 (*  - DeadLetter (a consumer declaring a sample poison) and Extend with an *)
 (*    arbitrary number of seconds: consumers only extend by the            *)
 (*    visibility timeout, and dead-lettering happens only for reaching     *)
-(*    MaxDeliveries.                                                       *)
+(*    MaxDeliveries (a lost reply of Extend is Extend itself: the          *)
+(*    consumer's state does not depend on the answer).                     *)
 (*  - the plain Put (producers always use the blocking put), the dedup     *)
 (*    window (D5: a re-put of a completed id is allowed, the model's       *)
-(*    `completed` stays empty) and the lease epoch (one queue, so no lease *)
-(*    is ever foreign).                                                    *)
+(*    `completed` stays empty) and foreign leases (one queue: a lease's    *)
+(*    epoch is one of this queue's, current or old).                       *)
 (*  - rejected calls: a call the model rejects changes nothing, so it is   *)
 (*    no transition.  Neither is a call that changes nothing (a blocked    *)
 (*    TryPut step, an Extend to the deadline the lease already has): every *)
@@ -34,9 +55,11 @@
 (*    world.successors() omits self-loops.                                 *)
 (*                                                                         *)
 (* Switches turn the spec into the documented counterexamples (D2-D4, D8), *)
-(* its liveness variants and its bounded-failure variant; all are off in   *)
+(* its liveness variants, its bounded-failure variant and the deployment   *)
+(* (D9); the counterexample, liveness and fault-budget switches are off in *)
 (* the agreement configs, where the spec and the Python model must have    *)
-(* the same graph.                                                         *)
+(* the same graph (the deployment's are on in the MCDeployment configs).   *)
+(* Every switch's default (FALSE, 0) is the in-process queue of before D9. *)
 (***************************************************************************)
 EXTENDS Naturals, Integers, Sequences, FiniteSets, TLC
 
@@ -57,8 +80,12 @@ CONSTANTS
     ReleaseScrubs,      \* TRUE: the store's release drops the sample's data (the anchor's store, D2)
     OldBackpressure,    \* TRUE: the pre-D8 rule (whole residency, no admission on an empty queue)
     TimeNeverStops,     \* TRUE: at the horizon a Tick ages leases instead of advancing now (liveness)
-    FaultBudget,        \* -1: no bound; n >= 0: at most n Fail and Crash steps in a behaviour
+    FaultBudget,        \* -1: no bound; n >= 0: at most n Fail, Crash and lost-reply steps in a behaviour
     PromptConsumers,    \* TRUE: time never makes a running consumer's live lease due (it acks in time)
+    TwoStepAck,         \* TRUE: an ack or dead-letter commits with a scrub intent, ScrubIntent scrubs later (D9)
+    LostReplies,        \* TRUE: acquire, ack, fail and a put step may take effect with their reply lost (D9)
+    MaxRestarts,        \* how many lossy restarts of the queue server a behaviour may have (D9; 0: none)
+    LeaseHistory,       \* TRUE: record every lease issued (issued), so NoLeaseIssuedTwice is checked
     NoLease,            \* model value: what a consumer without a lease holds (Python: None)
     NoDeadline,         \* model value: the deadline of a sample that is not leased (Python: None)
     NoSample            \* model value: what an idle producer holds (Python: None)
@@ -84,18 +111,20 @@ ASSUME WatermarksOK == /\ Low \in Nat /\ High \in Nat
                        /\ Low <= High /\ High <= Capacity
 NoFaultBudget == -1   \* configs say FaultBudget <- NoFaultBudget (a .cfg has no negative literals)
 ASSUME FaultBudget \in Int /\ FaultBudget >= -1
+ASSUME MaxRestarts \in Nat
 ASSUME {ProducerCrashes, RetainCopies, AnchorConsumer, ReleaseScrubs, OldBackpressure,
-        TimeNeverStops, PromptConsumers} \subseteq BOOLEAN
+        TimeNeverStops, PromptConsumers, TwoStepAck, LostReplies, LeaseHistory} \subseteq BOOLEAN
 
 -----------------------------------------------------------------------------
 (* Sample statuses (refqueue.model.state: the same strings).               *)
 Stored  == "stored"   \* data written to the store, ref not (yet) enqueued
 Pending == "pending"  \* enqueued, waiting for an acquire
 Leased  == "leased"   \* handed out under a live lease
-Acked   == "acked"    \* terminal: a live ack committed, data scrubbed
-Dead    == "dead"     \* terminal: dead-lettered, data scrubbed, ref + reason listed
+Acked   == "acked"    \* terminal: a live ack committed, data scrubbed (TwoStepAck: or to scrub)
+Dead    == "dead"     \* terminal: dead-lettered, data scrubbed (or to scrub), ref + reason listed
 Dropped == "dropped"  \* an orphan (stored, never enqueued, producer gone) collected: data scrubbed
-Statuses == {Stored, Pending, Leased, Acked, Dead, Dropped}
+Lost    == "lost"     \* forgotten by a lossy restart, data resident, awaiting the operator's Recover
+Statuses == {Stored, Pending, Leased, Acked, Dead, Dropped, Lost}
 MaxDeliveriesReason == "max_deliveries"
 
 VARIABLES
@@ -112,11 +141,15 @@ VARIABLES
     consumers,      \* consumer -> [lease, holding, stopped, kept] (world.Consumer)
     producers,      \* producer -> the id it is putting, or NoSample
     produced,       \* how many productions have started (an index into Samples)
-    faults          \* Fail and Crash steps so far, counted only under a FaultBudget
+    faults,         \* Fail, Crash and lost-reply steps so far, counted only under a FaultBudget
+    intents,        \* the ids whose scrub intent is recorded: completed, data still to scrub (D9)
+    epoch,          \* the queue's epoch: 0, then one more per lossy restart; every lease carries it
+    issued          \* history: every lease issued so far (only with LeaseHistory; no action reads it)
 
-queue_vars == <<now, closed, paused, pending, ids, recs, resident_bytes, resident_count, dead, parked>>
+queue_vars == <<now, closed, paused, pending, ids, recs, resident_bytes, resident_count, dead, parked,
+                intents, epoch>>
 vars == <<now, closed, paused, pending, ids, recs, resident_bytes, resident_count, dead, parked,
-          consumers, producers, produced, faults>>
+          consumers, producers, produced, faults, intents, epoch, issued>>
 
 -----------------------------------------------------------------------------
 (* Reading the state.                                                      *)
@@ -126,14 +159,19 @@ Rank(s) == CHOOSE i \in 1..Len(Samples) : Samples[i] = s /\ \A j \in 1..(i - 1) 
 Largest == CHOOSE n \in Range(Sizes) : \A m \in Range(Sizes) : m <= n
 Max(a, b) == IF a >= b THEN a ELSE b
 
-(* A lease's identity: sample, incarnation and delivery (ModelLease).      *)
-LeaseOf(s) == [sample_id |-> s, incarnation |-> recs[s].incarnation,
-               redelivery_count |-> recs[s].redeliveries]
-IsLive(l) == /\ l # NoLease
-             /\ l.sample_id \in DOMAIN recs
-             /\ recs[l.sample_id].status = Leased
-             /\ recs[l.sample_id].incarnation = l.incarnation
-             /\ recs[l.sample_id].redeliveries = l.redelivery_count
+(* A lease's identity: the queue's epoch, sample, incarnation and delivery *)
+(* (ModelLease; the model names epoch n by lease_epoch).  LeaseIn is the   *)
+(* lease of s in a state whose recs and epoch are r and e.                 *)
+LeaseIn(r, e, s) == [epoch |-> e, sample_id |-> s, incarnation |-> r[s].incarnation,
+                     redelivery_count |-> r[s].redeliveries]
+LeaseOf(s) == LeaseIn(recs, epoch, s)
+IsLiveIn(r, e, l) == /\ l # NoLease
+                     /\ l.epoch = e
+                     /\ l.sample_id \in DOMAIN r
+                     /\ r[l.sample_id].status = Leased
+                     /\ r[l.sample_id].incarnation = l.incarnation
+                     /\ r[l.sample_id].redeliveries = l.redelivery_count
+IsLive(l) == IsLiveIn(recs, epoch, l)
 
 Outstanding == {s \in DOMAIN recs : recs[s].status = Leased}
 HasWork == pending # <<>> \/ Outstanding # {}               \* a consumer can still free bytes
@@ -156,19 +194,29 @@ ReclaimsBefore(a, b) == \/ recs[a].deadline < recs[b].deadline
 DueInOrder == [i \in 1..Cardinality(Due) |->
                  CHOOSE s \in Due : Cardinality({t \in Due : ReclaimsBefore(t, s)}) = i - 1]
 
+(* What completing samples (an ack, a dead-letter) does to their data      *)
+(* (D2, D9).  The in-process queue scrubs it in the same step: ScrubNow(S) *)
+(* are the completing samples of S whose data leaves the store now.  With  *)
+(* TwoStepAck the commit records a scrub intent for each instead           *)
+(* (Intended(S)), atomically with the completion, and the data stays       *)
+(* resident, and counted against the watermarks, until ScrubIntent.        *)
+ScrubNow(S) == IF TwoStepAck THEN {} ELSE {s \in S : recs[s].resident}
+Intended(S) == IF TwoStepAck THEN intents \cup S ELSE intents
+
 (* A leased sample coming back (fail or reclaim, actions._requeue):        *)
-(* pending again with one more redelivery, or dead-lettered and scrubbed   *)
-(* once it was delivered MaxDeliveries times.                              *)
+(* pending again with one more redelivery, or dead-lettered (its data      *)
+(* scrubbed, or its scrub intended) once it was delivered MaxDeliveries    *)
+(* times.                                                                  *)
 Exhausted(s) == recs[s].deliveries >= MaxDeliveries
 Requeued(s) == [recs[s] EXCEPT !.status = Pending, !.redeliveries = @ + 1, !.deadline = NoDeadline]
 DeadLettered(s) == [recs[s] EXCEPT !.status = Dead, !.redeliveries = @ + 1,
-                                   !.deadline = NoDeadline, !.resident = FALSE]
+                                   !.deadline = NoDeadline, !.resident = @ /\ TwoStepAck]
 
 (* Requeue the samples of the sequence `back` (all leased, in that order). *)
 RequeueAll(back) ==
     LET gone == SelectSeq(back, Exhausted)
         again == SelectSeq(back, LAMBDA s : ~Exhausted(s))
-        scrubbed == {s \in Range(gone) : recs[s].resident}
+        scrubbed == ScrubNow(Range(gone))
     IN /\ recs' = [s \in DOMAIN recs |->
                      IF s \in Range(gone) THEN DeadLettered(s)
                      ELSE IF s \in Range(again) THEN Requeued(s)
@@ -177,29 +225,32 @@ RequeueAll(back) ==
        /\ dead' = dead \o [i \in 1..Len(gone) |-> <<gone[i], MaxDeliveriesReason>>]
        /\ resident_bytes' = resident_bytes - BytesOf(recs, scrubbed)
        /\ resident_count' = resident_count - Cardinality(scrubbed)
+       /\ intents' = Intended(Range(gone))
 
 (* What giving a lease back does to the queue: acking (AckWith) or failing *)
 (* (FailWith) lease l.  A live lease acks or requeues its sample; a stale  *)
-(* one (reclaimed, acked, superseded, a copy kept after use) changes       *)
-(* nothing (D1).                                                           *)
+(* one (reclaimed, acked, superseded, a copy kept after use, a lease of an *)
+(* old epoch, the retry of a call whose reply was lost) changes nothing    *)
+(* (D1).                                                                   *)
 AckWith(l) ==
     IF IsLive(l)
     THEN LET s == l.sample_id
          IN /\ recs' = [recs EXCEPT ![s] = [@ EXCEPT !.status = Acked, !.deadline = NoDeadline,
-                                                     !.resident = FALSE]]
-            /\ resident_bytes' = IF recs[s].resident THEN resident_bytes - recs[s].nbytes
-                                 ELSE resident_bytes
-            /\ resident_count' = IF recs[s].resident THEN resident_count - 1 ELSE resident_count
-            /\ UNCHANGED <<now, closed, paused, pending, ids, dead, parked>>
+                                                     !.resident = @ /\ TwoStepAck]]
+            /\ resident_bytes' = resident_bytes - BytesOf(recs, ScrubNow({s}))
+            /\ resident_count' = resident_count - Cardinality(ScrubNow({s}))
+            /\ intents' = Intended({s})
+            /\ UNCHANGED <<now, closed, paused, pending, ids, dead, parked, epoch>>
     ELSE UNCHANGED queue_vars
 
 FailWith(l) ==
     IF IsLive(l)
     THEN /\ RequeueAll(<<l.sample_id>>)
-         /\ UNCHANGED <<now, closed, paused, ids, parked>>
+         /\ UNCHANGED <<now, closed, paused, ids, parked, epoch>>
     ELSE UNCHANGED queue_vars
 
-(* A step that spends one fault of the budget (when there is one).         *)
+(* A step that spends one fault of the budget (when there is one): a Fail, *)
+(* a Crash or a lost reply.                                                *)
 FaultAllowed == FaultBudget < 0 \/ faults < FaultBudget
 CountFault == faults' = IF FaultBudget < 0 THEN faults ELSE faults + 1
 
@@ -216,6 +267,26 @@ Effective(s) ==
 PausedAfter(s) == IF paused THEN ~(Effective(s) <= Low) ELSE Effective(s) >= High
 Admits(s) == ~PausedAfter(s) \/ (~OldBackpressure /\ ~HasWork)
 
+(* Enqueue s as a new incarnation at the tail of pending (an admitted put, *)
+(* or the operator's Recover): zero deliveries, no deadline, not parked.   *)
+Enqueue(s) ==
+    /\ recs' = [recs EXCEPT ![s] = [@ EXCEPT !.status = Pending, !.incarnation = @ + 1,
+                                             !.deliveries = 0, !.redeliveries = 0,
+                                             !.deadline = NoDeadline]]
+    /\ pending' = Append(pending, s)
+    /\ parked' = parked \ {s}
+
+(* Lease s, the head of pending, as Acquire does: one more delivery, the   *)
+(* deadline now + VisibilityTimeout; the lease issued joins the history.   *)
+Deliver(s) ==
+    /\ recs' = [recs EXCEPT ![s] = [@ EXCEPT !.status = Leased, !.deliveries = @ + 1,
+                                             !.deadline = now + VisibilityTimeout]]
+    /\ pending' = Tail(pending)
+    /\ issued' = IF LeaseHistory THEN issued \cup {LeaseOf(s)} ELSE issued
+
+(* A lossy restart left samples the operator has not re-put yet.           *)
+Recovering == \E s \in DOMAIN recs : recs[s].status = Lost
+
 -----------------------------------------------------------------------------
 Init == /\ now = 0
         /\ closed = FALSE
@@ -231,15 +302,20 @@ Init == /\ now = 0
         /\ producers = [p \in Producers |-> NoSample]
         /\ produced = 0
         /\ faults = 0
+        /\ intents = {}
+        /\ epoch = 0
+        /\ issued = {}
 
 (***************************************************************************)
 (* StorePut(p): PRODUCER p writes the next production's data to the store  *)
 (* (FeatureStore.put; model actions.store_put).                            *)
 (* Enabled: p is idle, the queue is open, a production is left, its id's   *)
 (* data is not resident (store_put rejects that) and it fits under         *)
-(* Capacity.  A new id is STORED; an id seen before (completed, or a       *)
-(* dropped orphan) is STORED again with fresh delivery counts, and its     *)
-(* next put makes a new incarnation (D5).                                  *)
+(* Capacity, and no producer holds that id still (one whose put took       *)
+(* effect with its reply lost holds it until PutRetry).  A new id is       *)
+(* STORED; an id seen before (completed and scrubbed, or a dropped orphan) *)
+(* is STORED again with fresh delivery counts, and its next put makes a    *)
+(* new incarnation (D5).                                                   *)
 (***************************************************************************)
 StorePut(p) ==
     /\ producers[p] = NoSample
@@ -248,6 +324,7 @@ StorePut(p) ==
     /\ LET s == Samples[produced + 1]
            n == Sizes[produced + 1]
        IN /\ ~(s \in DOMAIN recs /\ recs[s].resident)
+          /\ s \notin Range(producers)
           /\ resident_bytes + n <= Capacity
           /\ IF s \in DOMAIN recs
              THEN /\ recs' = [recs EXCEPT ![s] = [status |-> Stored, incarnation |-> @.incarnation,
@@ -263,7 +340,7 @@ StorePut(p) ==
           /\ producers' = [producers EXCEPT ![p] = s]
     /\ resident_count' = resident_count + 1
     /\ produced' = produced + 1
-    /\ UNCHANGED <<now, closed, paused, pending, dead, parked, consumers, faults>>
+    /\ UNCHANGED <<now, closed, paused, pending, dead, parked, consumers, faults, intents, epoch, issued>>
 
 (***************************************************************************)
 (* TryPut(p): PRODUCER p takes one step of put_blocks_until_below          *)
@@ -274,26 +351,60 @@ StorePut(p) ==
 (* parked; p is idle again.  Not admitted: the ref is parked and p stays   *)
 (* blocked.  Enabled: p is putting a sample, the queue is open (a put      *)
 (* after close is rejected: the blocked producer gets QueueClosed), the id *)
-(* is not pending or leased (a duplicate is rejected), and the step        *)
-(* changes something.                                                      *)
+(* is stored, not yet put (a put of a pending or leased id is a duplicate; *)
+(* a producer whose put took effect with its reply lost retries instead,   *)
+(* PutRetry), and the step changes something.                              *)
 (***************************************************************************)
 TryPut(p) ==
     /\ producers[p] # NoSample
     /\ ~closed
     /\ LET s == producers[p]
-       IN /\ recs[s].status \notin {Pending, Leased}
+       IN /\ recs[s].status = Stored
           /\ Admits(s) \/ PausedAfter(s) # paused \/ s \notin parked
           /\ paused' = PausedAfter(s)
           /\ IF Admits(s)
-             THEN /\ recs' = [recs EXCEPT ![s] = [@ EXCEPT !.status = Pending, !.incarnation = @ + 1,
-                                                          !.deliveries = 0, !.redeliveries = 0,
-                                                          !.deadline = NoDeadline]]
-                  /\ pending' = Append(pending, s)
-                  /\ parked' = parked \ {s}
+             THEN /\ Enqueue(s)
                   /\ producers' = [producers EXCEPT ![p] = NoSample]
              ELSE /\ parked' = parked \cup {s}
                   /\ UNCHANGED <<pending, recs, producers>>
-    /\ UNCHANGED <<now, closed, ids, resident_bytes, resident_count, dead, consumers, produced, faults>>
+    /\ UNCHANGED <<now, closed, ids, resident_bytes, resident_count, dead, consumers, produced, faults,
+                   intents, epoch, issued>>
+
+(***************************************************************************)
+(* TryPutLost(p): PRODUCER p's put step enqueues its ref, as TryPut does,  *)
+(* but the reply is lost (LostReplies: a dropped connection, a server      *)
+(* restarted after the write): p saw an error and still holds the id.      *)
+(* Enabled: as an admitting TryPut step (and, under a FaultBudget, a fault *)
+(* is left).  p's next move is PutRetry (or a crash).                      *)
+(***************************************************************************)
+TryPutLost(p) ==
+    /\ LostReplies
+    /\ FaultAllowed
+    /\ producers[p] # NoSample
+    /\ ~closed
+    /\ LET s == producers[p]
+       IN /\ recs[s].status = Stored
+          /\ Admits(s)
+          /\ paused' = PausedAfter(s)
+          /\ Enqueue(s)
+    /\ CountFault
+    /\ UNCHANGED <<now, closed, ids, resident_bytes, resident_count, dead, consumers, producers, produced,
+                   intents, epoch, issued>>
+
+(***************************************************************************)
+(* PutRetry(p): PRODUCER p re-sends the put whose reply was lost (model    *)
+(* actions.put_retry).  The queue recognises the ref: its first attempt    *)
+(* took effect, so the retry changes nothing, whatever became of the       *)
+(* sample since (pending, leased, acked and scrubbed, dead, lost in a      *)
+(* restart); p is idle again.  A queue that judged the retry as a new put  *)
+(* would enqueue a completed sample again, its data maybe gone.  Enabled:  *)
+(* p holds an id its put already enqueued (its record is not STORED).      *)
+(***************************************************************************)
+PutRetry(p) ==
+    /\ producers[p] # NoSample
+    /\ recs[producers[p]].status # Stored
+    /\ producers' = [producers EXCEPT ![p] = NoSample]
+    /\ UNCHANGED <<queue_vars, consumers, produced, faults, issued>>
 
 (***************************************************************************)
 (* ProducerCrash(p): PRODUCER p dies after its store put, before its ref   *)
@@ -307,7 +418,7 @@ ProducerCrash(p) ==
     /\ parked' = parked \ {producers[p]}
     /\ producers' = [producers EXCEPT ![p] = NoSample]
     /\ UNCHANGED <<now, closed, paused, pending, ids, recs, resident_bytes, resident_count, dead,
-                   consumers, produced, faults>>
+                   consumers, produced, faults, intents, epoch, issued>>
 
 (***************************************************************************)
 (* CollectOrphan(s): the ENVIRONMENT (the restarted producer, an operator) *)
@@ -324,7 +435,26 @@ CollectOrphan(s) ==
     /\ recs' = [recs EXCEPT ![s] = [@ EXCEPT !.status = Dropped, !.resident = FALSE]]
     /\ resident_bytes' = resident_bytes - recs[s].nbytes
     /\ resident_count' = resident_count - 1
-    /\ UNCHANGED <<now, closed, paused, pending, ids, dead, parked, consumers, producers, produced, faults>>
+    /\ UNCHANGED <<now, closed, paused, pending, ids, dead, parked, consumers, producers, produced, faults,
+                   intents, epoch, issued>>
+
+(***************************************************************************)
+(* ScrubIntent(s): ANYONE finishes a two-step completion (TwoStepAck, D9): *)
+(* the data of s, whose scrub intent the commit recorded, leaves the store *)
+(* (a compare-and-delete by the exact ref) and the intent is cleared       *)
+(* (model actions.scrub_intent).  It is the committing client's own second *)
+(* step, or, for a client killed or a reply lost in between, the           *)
+(* collector's (the reclaimer loop's collect_intents, gc(), any later      *)
+(* client).  Enabled: s has an intent; so it happens once per intent.      *)
+(***************************************************************************)
+ScrubIntent(s) ==
+    /\ s \in intents
+    /\ recs' = [recs EXCEPT ![s].resident = FALSE]
+    /\ resident_bytes' = resident_bytes - recs[s].nbytes
+    /\ resident_count' = resident_count - 1
+    /\ intents' = intents \ {s}
+    /\ UNCHANGED <<now, closed, paused, pending, ids, dead, parked, epoch, consumers, producers, produced,
+                   faults, issued>>
 
 (***************************************************************************)
 (* Acquire(c): CONSUMER c leases the oldest pending sample                 *)
@@ -337,13 +467,28 @@ Acquire(c) ==
     /\ ~consumers[c].stopped
     /\ consumers[c].lease = NoLease
     /\ pending # <<>>
-    /\ LET s == Head(pending)
-       IN /\ recs' = [recs EXCEPT ![s] = [@ EXCEPT !.status = Leased, !.deliveries = @ + 1,
-                                                   !.deadline = now + VisibilityTimeout]]
-          /\ consumers' = [consumers EXCEPT ![c] = [@ EXCEPT !.lease = LeaseOf(s), !.holding = FALSE]]
-    /\ pending' = Tail(pending)
+    /\ Deliver(Head(pending))
+    /\ consumers' = [consumers EXCEPT ![c] = [@ EXCEPT !.lease = LeaseOf(Head(pending)), !.holding = FALSE]]
     /\ UNCHANGED <<now, closed, paused, ids, resident_bytes, resident_count, dead, parked,
-                   producers, produced, faults>>
+                   producers, produced, faults, intents, epoch>>
+
+(***************************************************************************)
+(* AcquireLost(c): CONSUMER c's acquire leases the oldest pending sample,  *)
+(* but the reply is lost (LostReplies): c saw an error and holds nothing.  *)
+(* The lease is held by nobody; it expires and is reclaimed like a crashed *)
+(* consumer's (its retry is the next Acquire).  Enabled: as Acquire (and,  *)
+(* under a FaultBudget, a fault is left).                                  *)
+(***************************************************************************)
+AcquireLost(c) ==
+    /\ LostReplies
+    /\ FaultAllowed
+    /\ ~consumers[c].stopped
+    /\ consumers[c].lease = NoLease
+    /\ pending # <<>>
+    /\ Deliver(Head(pending))
+    /\ CountFault
+    /\ UNCHANGED <<now, closed, paused, ids, resident_bytes, resident_count, dead, parked,
+                   consumers, producers, produced, intents, epoch>>
 
 (***************************************************************************)
 (* Get(c): CONSUMER c materialises its lease's sample                      *)
@@ -358,7 +503,7 @@ Get(c) ==
     /\ LET s == consumers[c].lease.sample_id
        IN s \in DOMAIN recs /\ recs[s].resident
     /\ consumers' = [consumers EXCEPT ![c].holding = TRUE]
-    /\ UNCHANGED <<queue_vars, producers, produced, faults>>
+    /\ UNCHANGED <<queue_vars, producers, produced, faults, issued>>
 
 (***************************************************************************)
 (* Release(c): CONSUMER c is done with what Get returned                   *)
@@ -378,9 +523,9 @@ Release(c) ==
           THEN /\ recs' = [recs EXCEPT ![s].resident = FALSE]
                /\ resident_bytes' = resident_bytes - recs[s].nbytes
                /\ resident_count' = resident_count - 1
-               /\ UNCHANGED <<now, closed, paused, pending, ids, dead, parked>>
+               /\ UNCHANGED <<now, closed, paused, pending, ids, dead, parked, intents, epoch>>
           ELSE UNCHANGED queue_vars
-    /\ UNCHANGED <<producers, produced, faults>>
+    /\ UNCHANGED <<producers, produced, faults, issued>>
 
 (* What c holds after giving its lease back: nothing, or (RetainCopies) a  *)
 (* copy of that lease, to use later.                                       *)
@@ -390,8 +535,10 @@ GaveBack(c) == [Idle EXCEPT !.kept = IF RetainCopies THEN consumers[c].lease ELS
 (* Ack(c): CONSUMER c finished its sample and gives the lease back         *)
 (* (SampleRefQueue.ack; model actions.ack).                                *)
 (* Enabled: c holds a lease and no data (it releases before it acks).      *)
-(* Live lease: the sample is ACKED and its data scrubbed (D2).  Stale      *)
-(* lease (reclaimed, superseded): nothing changes but c's hands (D1).      *)
+(* Live lease: the sample is ACKED and its data scrubbed (D2; TwoStepAck:  *)
+(* its scrub intended, D9).  Stale lease (reclaimed, superseded, of an old *)
+(* epoch, already acked by a call whose reply was lost): nothing changes   *)
+(* but c's hands (D1).                                                     *)
 (***************************************************************************)
 Ack(c) ==
     /\ ~consumers[c].stopped
@@ -399,7 +546,25 @@ Ack(c) ==
     /\ ~consumers[c].holding
     /\ consumers' = [consumers EXCEPT ![c] = GaveBack(c)]
     /\ AckWith(consumers[c].lease)
-    /\ UNCHANGED <<producers, produced, faults>>
+    /\ UNCHANGED <<producers, produced, faults, issued>>
+
+(***************************************************************************)
+(* AckLost(c): CONSUMER c's ack of its live lease commits (as Ack), but    *)
+(* the reply is lost (LostReplies): c saw an error and still holds the     *)
+(* lease, now stale.  Its retry (Ack, Fail) answers stale and changes      *)
+(* nothing; lease_state would say "acked".  Enabled: c's lease is live and *)
+(* c holds no data (and, under a FaultBudget, a fault is left); a lost     *)
+(* reply of a stale ack changes nothing at all, so it is no transition.    *)
+(***************************************************************************)
+AckLost(c) ==
+    /\ LostReplies
+    /\ FaultAllowed
+    /\ ~consumers[c].stopped
+    /\ IsLive(consumers[c].lease)
+    /\ ~consumers[c].holding
+    /\ AckWith(consumers[c].lease)
+    /\ CountFault
+    /\ UNCHANGED <<consumers, producers, produced, issued>>
 
 (***************************************************************************)
 (* Fail(c): CONSUMER c gives its sample back for a retry                   *)
@@ -418,7 +583,23 @@ Fail(c) ==
     /\ consumers' = [consumers EXCEPT ![c] = GaveBack(c)]
     /\ FailWith(consumers[c].lease)
     /\ CountFault
-    /\ UNCHANGED <<producers, produced>>
+    /\ UNCHANGED <<producers, produced, issued>>
+
+(***************************************************************************)
+(* FailLost(c): CONSUMER c's fail of its live lease takes effect (as Fail: *)
+(* requeued, or dead-lettered), but the reply is lost (LostReplies): c     *)
+(* still holds the lease, now stale, and its retry changes nothing.        *)
+(* Enabled: as AckLost.                                                    *)
+(***************************************************************************)
+FailLost(c) ==
+    /\ LostReplies
+    /\ FaultAllowed
+    /\ ~consumers[c].stopped
+    /\ IsLive(consumers[c].lease)
+    /\ ~consumers[c].holding
+    /\ FailWith(consumers[c].lease)
+    /\ CountFault
+    /\ UNCHANGED <<consumers, producers, produced, issued>>
 
 (***************************************************************************)
 (* AckCopy(c), FailCopy(c): CONSUMER c acks or fails the copy it kept of a *)
@@ -431,14 +612,14 @@ AckCopy(c) ==
     /\ consumers[c].kept # NoLease
     /\ consumers' = [consumers EXCEPT ![c].kept = NoLease]
     /\ AckWith(consumers[c].kept)
-    /\ UNCHANGED <<producers, produced, faults>>
+    /\ UNCHANGED <<producers, produced, faults, issued>>
 
 FailCopy(c) ==
     /\ ~consumers[c].stopped
     /\ consumers[c].kept # NoLease
     /\ consumers' = [consumers EXCEPT ![c].kept = NoLease]
     /\ FailWith(consumers[c].kept)
-    /\ UNCHANGED <<producers, produced, faults>>
+    /\ UNCHANGED <<producers, produced, faults, issued>>
 
 (***************************************************************************)
 (* Extend(c): CONSUMER c heartbeats its live lease by the visibility       *)
@@ -454,7 +635,7 @@ Extend(c) ==
        IN /\ recs[s].deadline # now + VisibilityTimeout
           /\ recs' = [recs EXCEPT ![s].deadline = now + VisibilityTimeout]
     /\ UNCHANGED <<now, closed, paused, pending, ids, resident_bytes, resident_count, dead, parked,
-                   consumers, producers, produced, faults>>
+                   consumers, producers, produced, faults, intents, epoch, issued>>
 
 (***************************************************************************)
 (* ReclaimExpired: the ENVIRONMENT (whoever calls reclaim_expired, e.g. a  *)
@@ -467,19 +648,22 @@ Extend(c) ==
 ReclaimExpired ==
     /\ Due # {}
     /\ RequeueAll(DueInOrder)
-    /\ UNCHANGED <<now, closed, paused, ids, parked, consumers, producers, produced, faults>>
+    /\ UNCHANGED <<now, closed, paused, ids, parked, consumers, producers, produced, faults, epoch, issued>>
 
 (***************************************************************************)
 (* Close: the ENVIRONMENT closes the queue (SampleRefQueue.close; model    *)
 (* actions.close).  No more puts; what is pending or leased still drains.  *)
 (* Enabled: the queue is open (close is idempotent: a second one is no     *)
-(* transition).                                                            *)
+(* transition) and not awaiting recovery (a queue whose state was lost     *)
+(* refuses every call, close included, until the operator has re-put what  *)
+(* it forgot: Recover).                                                    *)
 (***************************************************************************)
 Close ==
     /\ ~closed
+    /\ ~Recovering
     /\ closed' = TRUE
     /\ UNCHANGED <<now, paused, pending, ids, recs, resident_bytes, resident_count, dead, parked,
-                   consumers, producers, produced, faults>>
+                   consumers, producers, produced, faults, intents, epoch, issued>>
 
 (***************************************************************************)
 (* Tick: the ENVIRONMENT lets one unit of time pass (model actions.tick;   *)
@@ -511,7 +695,7 @@ Tick ==
     /\ \/ /\ now < Horizon
           /\ now' = now + 1
           /\ UNCHANGED <<closed, paused, pending, ids, recs, resident_bytes, resident_count, dead, parked,
-                         consumers, producers, produced, faults>>
+                         consumers, producers, produced, faults, intents, epoch, issued>>
        \/ /\ TimeNeverStops
           /\ now = Horizon
           /\ \E s \in Outstanding : recs[s].deadline > now
@@ -519,7 +703,55 @@ Tick ==
                         IF recs[s].status = Leased /\ recs[s].deadline > now
                         THEN [recs[s] EXCEPT !.deadline = @ - 1] ELSE recs[s]]
           /\ UNCHANGED <<now, closed, paused, pending, ids, resident_bytes, resident_count, dead, parked,
-                         consumers, producers, produced, faults>>
+                         consumers, producers, produced, faults, intents, epoch, issued>>
+
+(***************************************************************************)
+(* RestartLossy: the ENVIRONMENT restarts the queue server and its state   *)
+(* is lost (no persistence, the AOF's last second, a failover that lost    *)
+(* writes); the queue detects the loss and moves to a new epoch (model     *)
+(* actions.restart_lossy).  Every lease carries its epoch, so no lease of  *)
+(* the old one is ever live again and no lease identity is reused, though  *)
+(* the queue's counters restart.  What the queue held is forgotten: the    *)
+(* pending and leased samples and those whose scrub intent was recorded    *)
+(* become LOST (incarnation and delivery counts reset, as the counters     *)
+(* were lost), their data still resident; pending and the intents are      *)
+(* empty.  The store is another system: residency is unchanged.  Kept:     *)
+(* the clock (the server's), the closed flag (see Close), the pause state  *)
+(* and parked refs (the producers' blocking puts recompute them at their   *)
+(* next step), and completed, scrubbed records (inert; a deployment loses  *)
+(* its dead-letter list too, which no property here reads).  Enabled: the  *)
+(* queue is open and fewer than MaxRestarts losses happened.  A durable    *)
+(* restart is no action: the state is unchanged and leases stay valid; the *)
+(* calls it interrupts are lost replies.                                   *)
+(***************************************************************************)
+RestartLossy ==
+    /\ epoch < MaxRestarts
+    /\ ~closed
+    /\ epoch' = epoch + 1
+    /\ LET forgotten == {s \in DOMAIN recs : recs[s].status \in {Pending, Leased}} \cup intents
+       IN recs' = [s \in DOMAIN recs |->
+                     IF s \in forgotten
+                     THEN [recs[s] EXCEPT !.status = Lost, !.incarnation = 0, !.deliveries = 0,
+                                          !.redeliveries = 0, !.deadline = NoDeadline]
+                     ELSE recs[s]]
+    /\ pending' = <<>>
+    /\ intents' = {}
+    /\ UNCHANGED <<now, closed, paused, ids, resident_bytes, resident_count, dead, parked,
+                   consumers, producers, produced, faults, issued>>
+
+(***************************************************************************)
+(* Recover(s): the ENVIRONMENT (an operator, after a detected loss)        *)
+(* re-puts a sample the queue forgot, as a new incarnation of the new      *)
+(* epoch (model actions.recover).  Its data was kept, so nothing is lost   *)
+(* but at-most-once: a sample in flight, or acked with its scrub still     *)
+(* intended, is delivered again.  Enabled: s is LOST.                      *)
+(***************************************************************************)
+Recover(s) ==
+    /\ s \in DOMAIN recs
+    /\ recs[s].status = Lost
+    /\ Enqueue(s)
+    /\ UNCHANGED <<now, closed, paused, ids, resident_bytes, resident_count, dead, intents, epoch,
+                   consumers, producers, produced, faults, issued>>
 
 (***************************************************************************)
 (* Crash(c): CONSUMER c crashes holding a lease and restarts empty-handed. *)
@@ -533,7 +765,7 @@ Crash(c) ==
     /\ FaultAllowed
     /\ consumers' = [consumers EXCEPT ![c] = Idle]
     /\ CountFault
-    /\ UNCHANGED <<queue_vars, producers, produced>>
+    /\ UNCHANGED <<queue_vars, producers, produced, issued>>
 
 (***************************************************************************)
 (* Stop(c): CONSUMER c leaves its loop on acquire's terminal None.         *)
@@ -551,7 +783,7 @@ Stop(c) ==
     /\ closed
     /\ AnchorConsumer \/ Outstanding = {}
     /\ consumers' = [consumers EXCEPT ![c] = [Idle EXCEPT !.stopped = TRUE]]
-    /\ UNCHANGED <<queue_vars, producers, produced, faults>>
+    /\ UNCHANGED <<queue_vars, producers, produced, faults, issued>>
 
 (***************************************************************************)
 (* The steps as the agreement check names them: each call that answers     *)
@@ -559,7 +791,9 @@ Stop(c) ==
 (* compared with the spec's too (refqueue.spec_check.agreement.spec_label): *)
 (* an ack or fail of a live lease (True) or a stale one (False, D1); a put *)
 (* step that enqueues or parks the ref, pausing, resuming or neither (the  *)
-(* on_pause / on_resume events, D4, D8).                                   *)
+(* on_pause / on_resume events, D4, D8).  A call whose reply was lost      *)
+(* (AckLost, FailLost, TryPutLost, AcquireLost) is not split: its caller   *)
+(* saw no answer, and it is enabled only where it takes effect.            *)
 (***************************************************************************)
 AckLive(c) == Ack(c) /\ IsLive(consumers[c].lease)
 AckStale(c) == Ack(c) /\ ~IsLive(consumers[c].lease)
@@ -582,22 +816,30 @@ Next ==
     \/ \E p \in Producers : TryPutPause(p)
     \/ \E p \in Producers : TryPutPauseEnqueue(p)
     \/ \E p \in Producers : TryPutResume(p)
+    \/ \E p \in Producers : TryPutLost(p)
+    \/ \E p \in Producers : PutRetry(p)
     \/ \E p \in Producers : ProducerCrash(p)
     \/ \E s \in SampleSet : CollectOrphan(s)
+    \/ \E s \in SampleSet : ScrubIntent(s)
     \/ ReclaimExpired
     \/ Close
     \/ Tick
+    \/ RestartLossy
+    \/ \E s \in SampleSet : Recover(s)
     \/ \E c \in Consumers : AckCopyLive(c)
     \/ \E c \in Consumers : AckCopyStale(c)
     \/ \E c \in Consumers : FailCopyLive(c)
     \/ \E c \in Consumers : FailCopyStale(c)
     \/ \E c \in Consumers : Acquire(c)
+    \/ \E c \in Consumers : AcquireLost(c)
     \/ \E c \in Consumers : Get(c)
     \/ \E c \in Consumers : Release(c)
     \/ \E c \in Consumers : AckLive(c)
     \/ \E c \in Consumers : AckStale(c)
+    \/ \E c \in Consumers : AckLost(c)
     \/ \E c \in Consumers : FailLive(c)
     \/ \E c \in Consumers : FailStale(c)
+    \/ \E c \in Consumers : FailLost(c)
     \/ \E c \in Consumers : Extend(c)
     \/ \E c \in Consumers : Crash(c)
     \/ \E c \in Consumers : Stop(c)
@@ -607,14 +849,15 @@ Spec == Init /\ [][Next]_vars
 -----------------------------------------------------------------------------
 (* Safety: state invariants (refqueue.model.invariants, the same names).   *)
 
-LeaseType == [sample_id : SampleSet, incarnation : Nat, redelivery_count : Nat]
+LeaseType == [epoch : Nat, sample_id : SampleSet, incarnation : Nat, redelivery_count : Nat]
 RecType == [status : Statuses, incarnation : Nat, deliveries : Nat, redeliveries : Nat,
             deadline : Nat \cup {NoDeadline}, resident : BOOLEAN, nbytes : Nat]
 
 (* Every field has its type: known statuses, natural counters, a deadline  *)
 (* exactly while leased, one record per id, pending ids known and unique,  *)
-(* parked ids stored and put by a producer; a consumer holds data only     *)
-(* under a lease and a stopped one holds nothing.                          *)
+(* parked ids stored and put by a producer, intents on known ids, the      *)
+(* epoch within its bound; a consumer holds data only under a lease and a  *)
+(* stopped one holds nothing.                                              *)
 TypeOK ==
     /\ now \in Nat
     /\ closed \in BOOLEAN
@@ -634,6 +877,9 @@ TypeOK ==
     /\ producers \in [Producers -> SampleSet \cup {NoSample}]
     /\ produced \in 0..Len(Samples)
     /\ faults \in Nat
+    /\ intents \subseteq DOMAIN recs
+    /\ epoch \in 0..MaxRestarts
+    /\ issued \subseteq LeaseType
     /\ \A c \in Consumers : /\ consumers[c].holding => consumers[c].lease # NoLease
                             /\ consumers[c].stopped => consumers[c].lease = NoLease
                                                        /\ ~consumers[c].holding
@@ -648,13 +894,33 @@ AtMostOneLiveLeasePerSample ==
         c # d /\ IsLive(consumers[c].lease) /\ IsLive(consumers[d].lease)
             => consumers[c].lease.sample_id # consumers[d].lease.sample_id
 
-(* A stored, pending or leased sample's data is resident (D2).             *)
+(* A stored, pending or leased sample's data is resident (D2), and so is   *)
+(* that of a sample a lossy restart made the queue forget (D9).            *)
 NoScrubBeforeAck ==
-    \A s \in DOMAIN recs : recs[s].status \in {Stored, Pending, Leased} => recs[s].resident
+    \A s \in DOMAIN recs : recs[s].status \in {Stored, Pending, Leased, Lost} => recs[s].resident
 
-(* An acked, dead-lettered or dropped sample's data is gone (D2).          *)
+(* An acked, dead-lettered or dropped sample's data is gone (D2), except   *)
+(* while a scrub intent for it is recorded (D9: the deployment's ack is    *)
+(* two steps; IntentsHoldCompletedData says what an intent holds).         *)
 NothingResidentAfterAck ==
-    \A s \in DOMAIN recs : recs[s].status \in {Acked, Dead, Dropped} => ~recs[s].resident
+    \A s \in DOMAIN recs :
+        recs[s].status \in {Acked, Dead, Dropped} /\ recs[s].resident => s \in intents
+
+(* A recorded scrub intent names a completed (acked or dead-lettered)      *)
+(* sample whose data is still resident: the commit records it with the     *)
+(* data in place and ScrubIntent removes both together, so an intent never *)
+(* outlives its data nor names live work (D9).  The in-process queue       *)
+(* records none.                                                           *)
+IntentsHoldCompletedData ==
+    /\ ~TwoStepAck => intents = {}
+    /\ \A s \in intents : recs[s].status \in {Acked, Dead} /\ recs[s].resident
+
+(* No lease of an old epoch is live (D9): a lossy restart revokes every    *)
+(* lease, whatever the queue's counters say afterwards.  Stated over the   *)
+(* leases the consumers hold or kept.                                      *)
+OldEpochNeverLive(l) == l # NoLease /\ l.epoch # epoch => ~IsLive(l)
+NoOldEpochLeaseLive ==
+    \A c \in Consumers : OldEpochNeverLive(consumers[c].lease) /\ OldEpochNeverLive(consumers[c].kept)
 
 (* The store's counters equal the sum over resident samples, never         *)
 (* negative.                                                               *)
@@ -695,8 +961,11 @@ TerminalNoneMeansDrained ==
 
 (* D8's bound: the work admitted by blocking puts (pending and leased      *)
 (* bytes) stays below High plus the largest sample, so residency stays     *)
-(* below High + (|Producers| + 1) * Largest plus orphans.                  *)
-BackpressureBound == QueueBytes < High + Largest
+(* below High + (|Producers| + 1) * Largest plus orphans.  Until a lossy   *)
+(* restart: the operator's recovery re-puts what the queue forgot with     *)
+(* plain puts, which admit regardless of the watermarks (the data is       *)
+(* resident already; a re-put adds none).                                  *)
+BackpressureBound == epoch = 0 => QueueBytes < High + Largest
 
 (* No deadlock (D8): a producer waiting in a blocking put on an open queue *)
 (* that holds no work (no consumer can ever free a byte) is admitted by    *)
@@ -731,6 +1000,21 @@ GivesUpStale(c) ==
 StaleOpsChangeNothing ==
     [][(\E c \in Consumers : GivesUpStale(c)) => UNCHANGED queue_vars]_vars
 
+(* A lease that is not live never becomes live again (D1, D9): whatever    *)
+(* happens (a restart that loses the queue's counters included), a lease   *)
+(* a consumer holds or kept after it went stale stays stale, so a stale    *)
+(* holder can never ack, fail or extend someone else's delivery.           *)
+StaysStale(l) == l # NoLease /\ ~IsLive(l) => ~IsLiveIn(recs', epoch', l)
+StaleLeaseNeverLiveAgain ==
+    [][\A c \in Consumers : StaysStale(consumers[c].lease) /\ StaysStale(consumers[c].kept)]_vars
+
+(* No lease identity is issued twice (D1, D9): every lease a step makes    *)
+(* live is new, across lossy restarts too (checked with LeaseHistory,      *)
+(* whose history variable issued records every lease Deliver issues).      *)
+MadeLive == {LeaseIn(recs', epoch', s) : s \in {t \in DOMAIN recs' : recs'[t].status = Leased}}
+                \ {LeaseOf(s) : s \in Outstanding}
+NoLeaseIssuedTwice == [][LeaseHistory => MadeLive \cap issued = {}]_vars
+
 (* The producer pauses only with effective residency at or above the high  *)
 (* watermark, and resumes only at or below the low one (D4, D8).  A step   *)
 (* is named by the producer whose TryPut it is.  D8's measure is written   *)
@@ -739,40 +1023,49 @@ StaleOpsChangeNothing ==
 D8Residency(s) ==
     LET others == {t \in DOMAIN recs : t \in parked /\ t # s}
     IN Max(0, resident_bytes - BytesOf(recs, others) - recs[s].nbytes)
+TryPutAny(p) == TryPut(p) \/ TryPutLost(p)   \* a put step of p, its reply received or lost
 PauseOnlyAtHigh ==
-    [][\A p \in Producers : TryPut(p) /\ ~paused /\ paused' => D8Residency(producers[p]) >= High]_vars
+    [][\A p \in Producers : TryPutAny(p) /\ ~paused /\ paused' => D8Residency(producers[p]) >= High]_vars
 ResumeOnlyAtLow ==
-    [][\A p \in Producers : TryPut(p) /\ paused /\ ~paused' => D8Residency(producers[p]) <= Low]_vars
+    [][\A p \in Producers : TryPutAny(p) /\ paused /\ ~paused' => D8Residency(producers[p]) <= Low]_vars
 
 (* A resume happens strictly below High and a pause strictly above Low, so *)
 (* residency must cross the band between a pause and the next resume (what *)
 (* an empty band, Low = High, breaks: MCFlapping).                         *)
 NoFlapping ==
     [][\A p \in Producers :
-          TryPut(p) =>
+          TryPutAny(p) =>
             /\ ~paused /\ paused' => D8Residency(producers[p]) > Low
             /\ paused /\ ~paused' => D8Residency(producers[p]) < High]_vars
 
 (* Delivery is FIFO: a step keeps what was pending in its order, removes   *)
 (* at most the head (an acquire) and appends at the tail (a put, a fail, a *)
-(* reclaim).                                                               *)
+(* reclaim, a recovery).  A lossy restart forgets what was pending (D9).   *)
 PendingIsFifo ==
     [][\/ /\ Len(pending') >= Len(pending)
           /\ SubSeq(pending', 1, Len(pending)) = pending
        \/ /\ pending # <<>>
-          /\ pending' = Tail(pending)]_vars
+          /\ pending' = Tail(pending)
+       \/ RestartLossy]_vars
 
 (* Completion is absorbing: an acked or dead-lettered incarnation stays so *)
 (* until its id is stored again for a new incarnation (exactly once per    *)
-(* incarnation).                                                           *)
+(* incarnation); only its data may leave meanwhile (ScrubIntent).  A lossy *)
+(* restart is the documented exception (D9): a completion whose scrub was  *)
+(* still intended is forgotten, LOST, and delivered again once recovered.  *)
 CompletionIsAbsorbing ==
     [][\A s \in DOMAIN recs :
-          recs[s].status \in {Acked, Dead} => recs'[s] = recs[s] \/ recs'[s].status = Stored]_vars
+          recs[s].status \in {Acked, Dead} =>
+            \/ recs'[s] \in {recs[s], [recs[s] EXCEPT !.resident = FALSE]}
+            \/ recs'[s].status = Stored
+            \/ RestartLossy /\ recs'[s].status = Lost]_vars
 
 (* The visibility-timeout guarantee: a live lease whose deadline has not   *)
 (* passed stays live, with its deadline, unless its holder acks, fails or  *)
-(* extends it: nothing another consumer, a producer or the environment     *)
-(* does takes it away early (a Tick of TimeNeverStops only ages it).       *)
+(* extends it (its reply lost or not): nothing another consumer, a         *)
+(* producer or the environment does takes it away early (a Tick of         *)
+(* TimeNeverStops only ages it), but a lossy restart, which revokes every  *)
+(* lease (D9).                                                             *)
 LeaseLiveUntilDeadline ==
     [][\A s \in Outstanding :
           recs[s].deadline > now =>
@@ -782,13 +1075,15 @@ LeaseLiveUntilDeadline ==
                /\ (recs'[s].deadline = recs[s].deadline \/ Tick)
             \/ \E c \in Consumers : /\ IsLive(consumers[c].lease)
                                    /\ consumers[c].lease.sample_id = s
-                                   /\ (Ack(c) \/ Fail(c) \/ Extend(c))]_vars
+                                   /\ (Ack(c) \/ Fail(c) \/ Extend(c) \/ AckLost(c) \/ FailLost(c))
+            \/ RestartLossy]_vars
 
 -----------------------------------------------------------------------------
 (* Liveness.                                                               *)
 
 Enqueued(s) == s \in DOMAIN recs /\ recs[s].status \in {Pending, Leased}
 Completed(s) == s \in DOMAIN recs /\ recs[s].status \in {Acked, Dead}
+Resident(s) == s \in DOMAIN recs /\ recs[s].resident
 
 (* Every sample that was enqueued is eventually acked or dead-lettered.    *)
 (* It excludes what never reached the queue: a sample still stored when    *)
@@ -813,9 +1108,16 @@ PausedProducerEventuallyResumes == \A p \in Producers : Waiting(p) ~> (~Waiting(
 ClosedLeadsToDrained == closed ~> Drained
 EveryConsumerEventuallyStops == closed ~> \A c \in Consumers : consumers[c].stopped
 
+(* Every completed sample's data is eventually scrubbed (D9), however the  *)
+(* two steps of the deployment's ack interleave with crashes, lost replies *)
+(* and lossy restarts: no acked or dead-lettered data stays resident for   *)
+(* ever (TwoStepAck configs; in-process, completion scrubs at once).       *)
+CompletedDataEventuallyScrubbed == \A s \in SampleSet : (Completed(s) /\ Resident(s)) ~> ~Resident(s)
+
 (* The fairness these need; nothing else is assumed of anyone (in         *)
 (* particular nothing of StorePut, Get, Release, Extend, Close, the        *)
-(* crashes, and the use of retained copies).                               *)
+(* crashes, the lost replies, a producer's retry, and the use of retained  *)
+(* copies).                                                                *)
 FairSpec ==
     /\ Spec
     \* An idle consumer keeps asking for work: otherwise a pending sample can
@@ -840,4 +1142,11 @@ FairSpec ==
     \* next step admits it (only Close, or the queue getting work again, can
     \* disable that step).
     /\ \A p \in Producers : WF_vars(TryPut(p))
+    \* The collector runs (the reclaimer loop's collect_intents, gc(), any
+    \* later client): a recorded scrub intent is eventually scrubbed, whether
+    \* or not the committing client lived to do it.
+    /\ \A s \in SampleSet : WF_vars(ScrubIntent(s))
+    \* After a detected loss the operator recovers the queue: every sample it
+    \* forgot is eventually re-put.
+    /\ \A s \in SampleSet : WF_vars(Recover(s))
 =============================================================================

@@ -42,7 +42,7 @@ def test_good_state_satisfies_every_invariant():
 
 
 BROKEN = {
-    "TypeOK": lambda s, cs: (with_rec(s, "a", status="lost"), cs),
+    "TypeOK": lambda s, cs: (with_rec(s, "a", status="misplaced"), cs),
     "PendingAndLeasedDisjoint": lambda s, cs: (s._replace(pending=s.pending + ("a",)), cs),
     "AtMostOneLiveLeasePerSample": lambda s, cs: (s, (cs[0], Consumer(cs[0].lease, False, False))),
     "NoScrubBeforeAck": lambda s, cs: (
@@ -63,10 +63,14 @@ BROKEN = {
     "RedeliveryCountsDeliveries": lambda s, cs: (with_rec(s, "a", deliveries=1), cs),
     "TerminalNoneMeansDrained": lambda s, cs: (s._replace(closed=True), (cs[0], Consumer(None, False, True))),
     "DeadlineWithinVisibility": lambda s, cs: (with_rec(s, "a", deadline=s.now + 6), cs),
+    # an intent on live work (a is leased), and one of the in-process queue (C records none)
+    "IntentsHoldCompletedData": lambda s, cs: (s._replace(intents=("a",)), cs),
 }
+# NoOldEpochLeaseLive asks the queue's own is_live, which never calls a lease
+# of an old epoch live: test_no_old_epoch_lease_live_flags_a_queue_that_accepts_one
 
 
-@pytest.mark.parametrize("name", sorted(I.STATE_INVARIANTS))
+@pytest.mark.parametrize("name", sorted(set(I.STATE_INVARIANTS) - {"NoOldEpochLeaseLive"}))
 def test_each_state_invariant_flags_a_hand_broken_state(name):
     s, consumers = good()
     broken_s, broken_c = BROKEN[name](s, consumers)
@@ -86,12 +90,15 @@ def test_delivered_past_max_is_flagged():
 
 
 def test_invariants_cover_design_names():
-    assert set(I.STATE_INVARIANTS) | set(I.TRANSITION_INVARIANTS) | set(I.WORLD_INVARIANTS) == {
+    assert set(I.STATE_INVARIANTS) | set(I.TRANSITION_INVARIANTS) | set(I.WORLD_INVARIANTS) | set(
+        I.WORLD_TRANSITION_INVARIANTS
+    ) == {
         "TypeOK", "PendingAndLeasedDisjoint", "AtMostOneLiveLeasePerSample", "NoScrubBeforeAck",
         "NothingResidentAfterAck", "ResidencyMatchesContents", "ResidencyWithinCapacity",
         "RedeliveryCountsDeliveries", "TerminalNoneMeansDrained", "StaleOpsChangeNothing", "PauseOnlyAtHigh",
         "ResumeOnlyAtLow", "NoFlapping", "CompletionIsAbsorbing", "LeaseLiveUntilDeadline", "BackpressureBound",
         "NoStuckProducer", "DeadlineWithinVisibility", "PendingIsFifo", "ParkedRefsArePut",
+        "IntentsHoldCompletedData", "NoOldEpochLeaseLive", "StaleLeaseNeverLiveAgain",
     }
 
 

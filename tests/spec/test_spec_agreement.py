@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from refqueue.model.explorer import build_graph
-from refqueue.model.state import ModelLease, Rec, State
+from refqueue.model.actions import lease_state
+from refqueue.model.state import ModelLease, Rec, State, lease_epoch
 from refqueue.model.world import Consumer, Node, initial_node, make_world
 from refqueue.spec_check.agreement import AgreementError, check, compare, node_of, read_dot
 from refqueue.spec_check.manifest import mismatches
@@ -24,7 +25,8 @@ INIT_LABEL = (
     r"/\\ consumers = ( 0 :>\n      [ lease |-> NoLease,\n        holding |-> FALSE,\n        stopped |-> FALSE,\n"
     r"        kept |-> NoLease ] @@\n  1 :>\n      [ lease |-> NoLease,\n        holding |-> FALSE,\n"
     r"        stopped |-> FALSE,\n        kept |-> NoLease ] )\n"
-    r"/\\ resident_bytes = 0\n/\\ parked = {}\n/\\ ids = <<>>\n/\\ dead = <<>>\n/\\ closed = FALSE\n/\\ produced = 0"
+    r"/\\ resident_bytes = 0\n/\\ parked = {}\n/\\ ids = <<>>\n/\\ dead = <<>>\n/\\ closed = FALSE\n/\\ produced = 0\n"
+    r"/\\ intents = {}\n/\\ epoch = 0\n/\\ issued = {}"
 )
 
 # The bounds of MCAgreementWide (two producers, one consumer, a re-put of s0,
@@ -61,16 +63,19 @@ PARKED_STATE = """/\\ recs = [ s0 |->
 /\\ producers = (0 :> NoSample @@ 1 :> "s0")
 /\\ pending = <<>>
 /\\ consumers = ( 0 :>
-      [ lease |-> [sample_id |-> "s1", incarnation |-> 1, redelivery_count |-> 0],
+      [ lease |-> [epoch |-> 0, sample_id |-> "s1", incarnation |-> 1, redelivery_count |-> 0],
         holding |-> FALSE,
         stopped |-> FALSE,
-        kept |-> [sample_id |-> "s0", incarnation |-> 1, redelivery_count |-> 0] ] )
+        kept |-> [epoch |-> 0, sample_id |-> "s0", incarnation |-> 1, redelivery_count |-> 0] ] )
 /\\ resident_bytes = 4
 /\\ parked = {"s0"}
 /\\ ids = <<"s0", "s1">>
 /\\ dead = <<>>
 /\\ closed = FALSE
-/\\ produced = 3"""
+/\\ produced = 3
+/\\ intents = {}
+/\\ epoch = 0
+/\\ issued = {}"""
 
 
 def _dot(tmp_path: Path, body: str) -> Path:
@@ -133,9 +138,9 @@ def test_two_tlc_states_mapping_to_one_node_is_an_error(tmp_path):
 def test_a_state_with_other_variables_is_not_mapped():
     with pytest.raises(
         AgreementError,
-        match=r"^TLC's state has variables \['now'\], the mapping expects \['closed', 'consumers', 'dead', 'faults', "
-        r"'ids', 'now', 'parked', 'paused', 'pending', 'produced', 'producers', 'recs', 'resident_bytes', "
-        r"'resident_count'\]; update refqueue\.spec_check\.agreement with the spec$",
+        match=r"^TLC's state has variables \['now'\], the mapping expects \['closed', 'consumers', 'dead', 'epoch', "
+        r"'faults', 'ids', 'intents', 'issued', 'now', 'parked', 'paused', 'pending', 'produced', 'producers', 'recs', "
+        r"'resident_bytes', 'resident_count'\]; update refqueue\.spec_check\.agreement with the spec$",
     ):
         node_of({"now": 0}, make_world())
 
@@ -157,6 +162,59 @@ def test_a_state_that_spent_faults_is_not_mapped():
     state["faults"] = 1
     with pytest.raises(AgreementError, match=r"^cannot map TLC's faults \(0: the agreement configs have no fault budget\): got 1$"):
         node_of(state, make_world())
+
+
+def test_a_state_with_a_lease_history_is_not_mapped():
+    state = parse_state(_unescape(INIT_LABEL))
+    state["issued"] = frozenset({"x"})
+    with pytest.raises(AgreementError, match=r"^cannot map TLC's issued \(empty: the agreement configs record no lease history\)"):
+        node_of(state, make_world())
+
+
+def test_an_intent_without_a_record_is_not_mapped():
+    state = parse_state(_unescape(INIT_LABEL))
+    state["intents"] = frozenset({"s0"})
+    with pytest.raises(AgreementError, match=r"^cannot map TLC's intents \(a set of ids\): got frozenset\(\{'s0'\}\)$"):
+        node_of(state, make_world())
+
+
+# A state of MCDeploymentLeases as TLC prints it: s0 was leased by consumer 0
+# in epoch 0, the queue lost its state (epoch 1), the operator recovered s0,
+# consumer 1 acquired it and acked it (its data to scrub: an intent), and
+# consumer 0 still holds its lease of epoch 0.
+RESTARTED_STATE = """/\\ recs = [ s0 |->
+      [ incarnation |-> 1, redeliveries |-> 0, status |-> "acked", nbytes |-> 1,
+        deadline |-> NoDeadline, deliveries |-> 1, resident |-> TRUE ] ]
+/\\ paused = FALSE
+/\\ resident_count = 1
+/\\ now = 0
+/\\ faults = 0
+/\\ producers = (0 :> NoSample)
+/\\ pending = <<>>
+/\\ consumers = ( 0 :>
+      [ lease |-> [epoch |-> 0, sample_id |-> "s0", incarnation |-> 1, redelivery_count |-> 0],
+        holding |-> FALSE, stopped |-> FALSE, kept |-> NoLease ] @@
+  1 :> [ lease |-> NoLease, holding |-> FALSE, stopped |-> FALSE, kept |-> NoLease ] )
+/\\ resident_bytes = 1
+/\\ parked = {}
+/\\ ids = <<"s0">>
+/\\ dead = <<>>
+/\\ closed = FALSE
+/\\ produced = 1
+/\\ intents = {"s0"}
+/\\ epoch = 1
+/\\ issued = {}"""
+
+
+def test_epochs_and_intents_map_onto_the_node_the_model_reaches():
+    world = make_world(samples=1, consumers=2, horizon=1, two_step_ack=True, lost_replies=True, max_restarts=1)
+    node = node_of(parse_state(RESTARTED_STATE), world)
+    assert node.state.intents == ("s0",) and node.state.epoch == 1
+    assert node.consumers[0].lease == ModelLease(lease_epoch(world.cfg, 0), "s0", 1, 0)
+    graph = build_graph(world)
+    assert node in graph.index  # reached: Init, StorePut, TryPut, Acquire(0), RestartLossy, Recover, Acquire(1), Ack(1)
+    stale = node.consumers[0].lease
+    assert lease_state(node.state, stale) == "gone"  # of the old epoch
 
 
 def test_a_parked_id_without_a_record_is_not_mapped():

@@ -3,8 +3,9 @@ out (or the strong fairness weakened to weak), TLC finds a liveness property
 violated, and with all of them none is.
 
 Run on scratch copies of spec/: MCLiveness cut down to two samples of 3 and 1
-bytes (3 = High, so a producer still parks behind the larger one) and
-MCAckLiveness as it is (a fault budget, where crashing runs out).  Each case
+bytes (3 = High, so a producer still parks behind the larger one),
+MCAckLiveness as it is (a fault budget, where crashing runs out) and
+MCDeploymentLiveness as it is (two-step acks, lost replies, a lossy restart).  Each case
 checks only the property it must violate, so TLC names it."""
 
 import re
@@ -23,10 +24,13 @@ FAIRNESS = {
     "reclaim runs": r"/\ WF_vars(ReclaimExpired)",
     "time advances": r"/\ WF_vars(Tick)",
     "blocked producers keep stepping": r"/\ \A p \in Producers : WF_vars(TryPut(p))",
+    "intents are scrubbed": r"/\ \A s \in SampleSet : WF_vars(ScrubIntent(s))",
+    "lost queues are recovered": r"/\ \A s \in SampleSet : WF_vars(Recover(s))",
 }
 
 LIVENESS = "MCLiveness"  # cut down, see _copy
 ACK_LIVENESS = "MCAckLiveness"
+DEPLOYMENT_LIVENESS = "MCDeploymentLiveness"  # two-step acks, lost replies, a lossy restart
 
 # name -> (the conjunct's replacement: None drops it, the config, the property TLC must find violated)
 CASES = {
@@ -40,6 +44,12 @@ CASES = {
     "reclaim runs": (None, LIVENESS, "EverySampleEventuallyAckedOrDead"),
     "time advances": (None, LIVENESS, "EverySampleEventuallyAckedOrDead"),
     "blocked producers keep stepping": (None, LIVENESS, "PausedProducerEventuallyResumes"),
+    # The collector (the reclaimer loop's collection of intents): without it
+    # an acked sample's data may stay on disk for ever.
+    "intents are scrubbed": (None, DEPLOYMENT_LIVENESS, "CompletedDataEventuallyScrubbed"),
+    # The operator's recovery after a detected loss: without it a sample the
+    # queue forgot is never completed.
+    "lost queues are recovered": (None, DEPLOYMENT_LIVENESS, "EverySampleEventuallyAckedOrDead"),
     # Weak fairness is not enough under a fault budget: Ack is enabled only
     # between a Release and the next Get, so a consumer that gets and
     # releases forever never acks.
@@ -88,7 +98,7 @@ def test_the_cases_cover_every_fairness_condition_of_fair_spec(spec_dir):
 
 
 @pytest.mark.tlc
-@pytest.mark.parametrize("config", [LIVENESS, ACK_LIVENESS])
+@pytest.mark.parametrize("config", [LIVENESS, ACK_LIVENESS, DEPLOYMENT_LIVENESS])
 def test_with_all_fairness_the_properties_hold(spec_dir, tmp_path, config):
     spec = _copy(spec_dir, tmp_path, config)
     # every property a case below finds violated holds here, on the same bounds

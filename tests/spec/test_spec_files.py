@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from refqueue.model.explorer import build_graph, explore
-from refqueue.model.invariants import STATE_INVARIANTS, TRANSITION_INVARIANTS, WORLD_INVARIANTS, effective_residency
+from refqueue.model.invariants import (
+    STATE_INVARIANTS,
+    TRANSITION_INVARIANTS,
+    WORLD_INVARIANTS,
+    WORLD_TRANSITION_INVARIANTS,
+    effective_residency,
+)
 from refqueue.model.state import LEASED
 from refqueue.model.world import make_world
 from refqueue.spec_check.agreement import spec_label
@@ -30,22 +36,30 @@ NEXT = [
     ("Producers", "TryPutPause"),
     ("Producers", "TryPutPauseEnqueue"),
     ("Producers", "TryPutResume"),
+    ("Producers", "TryPutLost"),
+    ("Producers", "PutRetry"),
     ("Producers", "ProducerCrash"),
     ("SampleSet", "CollectOrphan"),
+    ("SampleSet", "ScrubIntent"),
     (None, "ReclaimExpired"),
     (None, "Close"),
     (None, "Tick"),
+    (None, "RestartLossy"),
+    ("SampleSet", "Recover"),
     ("Consumers", "AckCopyLive"),
     ("Consumers", "AckCopyStale"),
     ("Consumers", "FailCopyLive"),
     ("Consumers", "FailCopyStale"),
     ("Consumers", "Acquire"),
+    ("Consumers", "AcquireLost"),
     ("Consumers", "Get"),
     ("Consumers", "Release"),
     ("Consumers", "AckLive"),
     ("Consumers", "AckStale"),
+    ("Consumers", "AckLost"),
     ("Consumers", "FailLive"),
     ("Consumers", "FailStale"),
+    ("Consumers", "FailLost"),
     ("Consumers", "Extend"),
     ("Consumers", "Crash"),
     ("Consumers", "Stop"),
@@ -69,8 +83,8 @@ ACTIONS = list(dict.fromkeys(SPLIT.get(name, name) for name in NEXT_NAMES))
 NEVER_ENABLED = {"AckCopyLive", "FailCopyLive"}
 
 # Whose move each action is: a producer's, a consumer's (by index), or the environment's.
-PRODUCER_ACTIONS = {"StorePut", "TryPut", "ProducerCrash"}
-ENVIRONMENT_ACTIONS = {"CollectOrphan", "ReclaimExpired", "Close", "Tick"}
+PRODUCER_ACTIONS = {"StorePut", "TryPut", "TryPutLost", "PutRetry", "ProducerCrash"}
+ENVIRONMENT_ACTIONS = {"CollectOrphan", "ScrubIntent", "ReclaimExpired", "Close", "Tick", "RestartLossy", "Recover"}
 
 # The liveness properties every liveness config checks, and the one that
 # needs bounded failures and prompt consumers (PromptConsumers, a FaultBudget).
@@ -79,6 +93,12 @@ LIVENESS = [
     "EveryConsumerEventuallyStops",
 ]
 BOUNDED_FAULT_LIVENESS = "EverySampleEventuallyAcked"
+# ... and the one every liveness config of the deployment (TwoStepAck) checks.
+TWO_STEP_LIVENESS = "CompletedDataEventuallyScrubbed"
+
+# Properties the spec states that have no twin in the model: the lease
+# history (LeaseHistory, the variable issued) exists only in the spec.
+SPEC_ONLY_PROPERTIES = ["NoLeaseIssuedTwice"]
 
 # Model properties the spec states inside another definition, not by name:
 # name -> (the definition, a text it contains).
@@ -185,8 +205,8 @@ def test_the_world_yields_each_actors_moves_in_the_order_of_next(name):
 
 def test_spec_states_every_model_property_by_name(spec_dir):
     spec = _spec(spec_dir)
-    for name in [*STATE_INVARIANTS, *TRANSITION_INVARIANTS, *WORLD_INVARIANTS, *LIVENESS, BOUNDED_FAULT_LIVENESS,
-                 "FairSpec"]:
+    for name in [*STATE_INVARIANTS, *TRANSITION_INVARIANTS, *WORLD_INVARIANTS, *WORLD_TRANSITION_INVARIANTS,
+                 *SPEC_ONLY_PROPERTIES, *LIVENESS, BOUNDED_FAULT_LIVENESS, TWO_STEP_LIVENESS, "FairSpec"]:
         if name in STATED_INSIDE and not _defines(spec, name):
             where, text = STATED_INSIDE[name]
             assert text in _body(spec, where), name
@@ -200,12 +220,14 @@ def _expected_sections(spec: str, entry_name: str, mode: str, expected: str, sec
         return invariants, [expected]
     if entry_name in NO_PROPERTIES:
         return invariants, []
-    properties = list(TRANSITION_INVARIANTS)
+    properties = [*TRANSITION_INVARIANTS, *WORLD_TRANSITION_INVARIANTS, *SPEC_ONLY_PROPERTIES]
     if mode == "liveness":
         properties += LIVENESS
         constants = sections["CONSTANT"]
         if constants[constants.index("PromptConsumers") + 2] == "TRUE":
             properties.append(BOUNDED_FAULT_LIVENESS)
+        if constants[constants.index("TwoStepAck") + 2] == "TRUE":
+            properties.append(TWO_STEP_LIVENESS)
     return invariants, properties
 
 
@@ -269,6 +291,10 @@ def test_agreement_config_has_the_bounds_of_its_world(spec_dir, manifest, name):
         "TimeNeverStops": ("=", "FALSE"),
         "FaultBudget": ("<-", "NoFaultBudget"),
         "PromptConsumers": ("=", "FALSE"),
+        "TwoStepAck": ("=", _tla_bool(world.cfg.two_step_ack)),
+        "LostReplies": ("=", _tla_bool(world.lost_replies)),
+        "MaxRestarts": ("=", str(world.max_restarts)),
+        "LeaseHistory": ("=", "FALSE"),
         "NoLease": ("=", "NoLease"),
         "NoDeadline": ("=", "NoDeadline"),
         "NoSample": ("=", "NoSample"),
@@ -285,17 +311,20 @@ def test_agreement_config_has_the_bounds_of_its_world(spec_dir, manifest, name):
     assert f"MCConsumers == {{{consumers}}}" in module
 
 
-def _tlc_branches(world, state, sample_id: str) -> int:
+def _tlc_branches(world, state, sample_id: str, action: str = "TryPut") -> int:
     """How many successors TLC computes for one TryPut step (all equal): TLC
     evaluates a disjunction in an action by trying each disjunct, and
     TryPut's enabling condition ``Admits(s) \\/ PausedAfter(s) # paused \\/ s
     \\notin parked``, with ``Admits(s) == ~PausedAfter(s) \\/ (~OldBackpressure
-    /\\ ~HasWork)``, has one branch per true disjunct."""
+    /\\ ~HasWork)``, has one branch per true disjunct; TryPutLost's,
+    ``Admits(s)``, one per true disjunct of Admits."""
     cfg = world.cfg
     effective = effective_residency(state, sample_id)
     paused_after = (not effective <= cfg.low) if state.paused else effective >= cfg.high
     has_work = bool(state.pending) or any(r.status == LEASED for r in state.recs)
     parked = any(s == sample_id for s, _ in state.parked)
+    if action == "TryPutLost":
+        return sum([not paused_after, not has_work])
     return sum([not paused_after, not has_work, paused_after != state.paused, not parked])
 
 
@@ -314,7 +343,8 @@ def test_python_explorer_counts_match_the_agreement_entry(manifest, name):
     graph = _graph(name)
     assert len(graph.edges) == result.transitions
     generated = 1 + sum(
-        _tlc_branches(world, graph.nodes[src].state, graph.nodes[src].producers[arg]) if action == "TryPut" else 1
+        _tlc_branches(world, graph.nodes[src].state, graph.nodes[src].producers[arg], action)
+        if action in ("TryPut", "TryPutLost") else 1
         for src, action, arg, _, _ in graph.edges
     )
     assert generated == entry.total_states

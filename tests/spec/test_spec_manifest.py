@@ -22,7 +22,9 @@ def test_the_manifest_lists_every_mode(manifest):
         "NoStuckProducer",  # D8: the rule before it deadlocks
         "PausedProducerEventuallyResumes",
     }
-    assert [e.name for e in manifest.values() if e.agreement is not None] == ["MCAgreement", "MCAgreementWide", "MCCapacity"]
+    assert [e.name for e in manifest.values() if e.agreement is not None] == [
+        "MCAgreement", "MCAgreementWide", "MCCapacity", "MCDeployment", "MCDeploymentLeases",
+    ]
     assert all(e.mode == "safety" for e in manifest.values() if e.agreement is not None)
 
 

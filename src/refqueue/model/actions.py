@@ -13,10 +13,16 @@ and the *same* state object; ``kind`` is one of
     "missing"    get of data that is not resident
     "invalid"    an argument no call accepts (a non-positive timeout, ...)
 
+A lease of one of the queue's *earlier* epochs (before a detected lossy
+restart, D9) is not foreign: it is stale, and every call with it answers
+False and changes nothing.
+
 The order of the functions is the order of the actions in
-``spec/SampleRefQueue.tla``: the store's put, the producer's put and blocking
-put, the consumer's acquire, get, release, ack, fail, dead_letter and extend,
-then reclaim, close and the passage of time, and the store's scrub.
+``spec/SampleRefQueue.tla``: the store's put, the producer's put, blocking
+put and retried put, the consumer's acquire, get, release, ack, fail,
+dead_letter and extend, then reclaim, close and the passage of time, the
+store's scrub, and a deployment's second step of a completion
+(``scrub_intent``), lossy restart and recovery (D9).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from refqueue.model.state import (
     DROPPED,
     LEASED,
     LIVE,
+    LOST,
     MAX_DELIVERIES_REASON,
     PENDING,
     STORED,
@@ -38,6 +45,8 @@ from refqueue.model.state import (
     ModelLease,
     Rec,
     State,
+    epoch_generation,
+    lease_epoch,
 )
 
 __all__ = [
@@ -49,6 +58,7 @@ __all__ = [
     "try_put",
     "abort_put",
     "put_step",
+    "put_retry",
     "acquire",
     "get",
     "release",
@@ -61,6 +71,10 @@ __all__ = [
     "tick",
     "scrub",
     "drop",
+    "scrub_intent",
+    "restart_lossy",
+    "recover",
+    "lease_state",
     "expired",
     "allowed_acquires",
     "find",
@@ -121,12 +135,18 @@ def rec_of(state: State, sample_id: str) -> Rec | None:
 
 
 def is_live(state: State, lease: ModelLease) -> bool:
-    """Whether ``lease`` is the sample's live lease (same incarnation and delivery)."""
+    """Whether ``lease`` is the sample's live lease (same incarnation and
+    delivery, of the queue's current epoch)."""
     try:
         rec = state.recs[state.ids.index(lease.sample_id)]
     except ValueError:
         return False
-    return rec.status == LEASED and rec.incarnation == lease.incarnation and rec.redeliveries == lease.redelivery_count
+    return (
+        rec.status == LEASED
+        and rec.incarnation == lease.incarnation
+        and rec.redeliveries == lease.redelivery_count
+        and epoch_generation(lease.epoch) == state.epoch
+    )
 
 
 def lease_deadline(state: State, lease: ModelLease) -> float | None:
@@ -180,11 +200,13 @@ def _with_rec(state: State, i: int, rec: Rec, **changes: Any) -> State:
         return State(
             state.now, state.closed, state.paused, state.pending, state.ids, recs,
             state.resident_bytes, state.resident_count, state.dead, state.completed, state.parked,
+            state.intents, state.epoch,
         )
     if len(changes) == 1 and "pending" in changes:
         return State(
             state.now, state.closed, state.paused, changes["pending"], state.ids, recs,
             state.resident_bytes, state.resident_count, state.dead, state.completed, state.parked,
+            state.intents, state.epoch,
         )
     return state._replace(recs=recs, **changes)
 
@@ -196,9 +218,21 @@ def _completed(cfg: Config, state: State, sample_id: str) -> tuple[str, ...]:
 
 
 def _finish(cfg: Config, state: State, i: int, status: str, reason: str | None) -> State:
-    """Move sample ``i`` to a terminal status and scrub its data (D2)."""
+    """Move sample ``i`` to a terminal status and scrub its data (D2), or, in
+    a deployment (``cfg.two_step_ack``), record a scrub intent for it in the
+    same step and leave the data resident until ``scrub_intent`` (D9)."""
     rec = state.recs[i]
     sid = state.ids[i]
+    if cfg.two_step_ack:
+        intents = state.intents if sid in state.intents else tuple(sorted(state.intents + (sid,)))
+        return _with_rec(
+            state,
+            i,
+            rec._replace(status=status, deadline=None),
+            dead=state.dead + ((sid, reason),) if status == DEAD else state.dead,
+            completed=_completed(cfg, state, sid),
+            intents=intents,
+        )
     resident_bytes = state.resident_bytes - rec.nbytes if rec.resident else state.resident_bytes
     resident_count = state.resident_count - 1 if rec.resident else state.resident_count
     new = rec._replace(status=status, deadline=None, resident=False)
@@ -229,12 +263,14 @@ def _check_lease(cfg: Config, state: State, lease: object, call: str) -> Outcome
     if not isinstance(lease, ModelLease):
         return _reject(state, "invalid", f"{call} needs a lease, got {lease!r}; pass what acquire returned")
     if lease.epoch != cfg.epoch:
-        return _reject(
-            state,
-            "foreign",
-            f"{call} got a lease of queue epoch {lease.epoch!r}, but this queue's epoch is "
-            f"{cfg.epoch!r}; hand a lease back to the queue that issued it",
-        )
+        n = epoch_generation(lease.epoch)
+        if not (0 < n <= state.epoch and lease.epoch == lease_epoch(cfg, n)):  # not one of this queue's epochs
+            return _reject(
+                state,
+                "foreign",
+                f"{call} got a lease of queue epoch {lease.epoch!r}, but this queue's epoch is "
+                f"{lease_epoch(cfg, state.epoch)!r}; hand a lease back to the queue that issued it",
+            )
     return None
 
 
@@ -422,6 +458,33 @@ def put_step(cfg: Config, state: State, sample_id: str, nbytes: int = 0) -> Outc
     return Outcome(abort_put(cfg, out.state, sample_id).state, out.value, None)
 
 
+def put_retry(cfg: Config, state: State, sample_id: str) -> Outcome:
+    """A put re-sent after its reply was lost, its first attempt having
+    taken effect (D9; the spec's ``PutRetry``).
+
+    The queue recognises the ref (the Redis backend remembers the refs it
+    enqueued), so the retry changes nothing, whatever became of the sample
+    since: pending, leased, acked and scrubbed, dead-lettered, or forgotten
+    by a lossy restart; the value is True ("already put").  A queue that took
+    the retry for a new put would enqueue a completed sample again, its data
+    maybe gone.  Rejected as ``"invalid"`` when no put of the sample took
+    effect (its data is only STORED, or unknown): that is a first put
+    (``try_put``).
+    """
+    bad = _check_sample_id(state, sample_id, "put_retry")
+    if bad is not None:
+        return bad
+    rec = rec_of(state, sample_id)
+    if rec is None or rec.status == STORED:
+        return _reject(
+            state,
+            "invalid",
+            f"put_retry({sample_id!r}): no put of it took effect (its data is "
+            f"{'unknown' if rec is None else 'only stored'}); put it with try_put or put",
+        )
+    return Outcome(state, True, None)
+
+
 def acquire(cfg: Config, state: State, choose: str | None = None) -> Outcome:
     """SampleRefQueue.acquire: lease the next pending ref, or None.
 
@@ -452,7 +515,7 @@ def acquire(cfg: Config, state: State, choose: str | None = None) -> Outcome:
         LEASED, rec.incarnation, rec.deliveries + 1, rec.redeliveries,
         state.now + cfg.visibility_timeout, rec.resident, rec.nbytes,
     )
-    lease = ModelLease(cfg.epoch, sample_id, rec.incarnation, rec.redeliveries)
+    lease = ModelLease(lease_epoch(cfg, state.epoch), sample_id, rec.incarnation, rec.redeliveries)
     return Outcome(_with_rec(state, i, new, pending=rest), lease, None)
 
 
@@ -591,6 +654,7 @@ def close(cfg: Config, state: State) -> Outcome:
     closed = State(
         state.now, True, state.paused, state.pending, state.ids, state.recs,
         state.resident_bytes, state.resident_count, state.dead, state.completed, state.parked,
+        state.intents, state.epoch,
     )
     return Outcome(closed, None, None)
 
@@ -607,6 +671,7 @@ def tick(cfg: Config, state: State, seconds: float = 1) -> Outcome:
         State(
             state.now + seconds, state.closed, state.paused, state.pending, state.ids, state.recs,
             state.resident_bytes, state.resident_count, state.dead, state.completed, state.parked,
+            state.intents, state.epoch,
         ),
         None,
         None,
@@ -667,3 +732,113 @@ def drop(cfg: Config, state: State, sample_id: str) -> Outcome:
         None,
         None,
     )
+
+
+# -- a deployment over two systems (D9) ------------------------------------------
+
+
+def scrub_intent(cfg: Config, state: State, sample_id: str) -> Outcome:
+    """The second step of a two-step completion (``cfg.two_step_ack``; the
+    spec's ``ScrubIntent``): the data of a sample whose scrub intent was
+    recorded leaves the store (a compare-and-delete by the exact ref) and
+    the intent is cleared.  Taken by the committing client, or by anyone
+    later (the reclaimer loop's collection of intents, ``gc()``).
+
+    Enabled: always, idempotent: with an intent recorded the value is True;
+    without one (never completed, or scrubbed already) nothing changes and
+    the value is False.
+    """
+    bad = _check_sample_id(state, sample_id, "scrub_intent")
+    if bad is not None:
+        return bad
+    if sample_id not in state.intents:
+        return Outcome(state, False, None)
+    i = find(state, sample_id)
+    rec = state.recs[i]
+    intents = tuple(s for s in state.intents if s != sample_id)
+    if not rec.resident:  # gone already: the delete finds nothing, only the intent is cleared
+        return Outcome(state._replace(intents=intents), True, None)
+    return Outcome(
+        _with_rec(
+            state,
+            i,
+            rec._replace(resident=False),
+            resident_bytes=state.resident_bytes - rec.nbytes,
+            resident_count=state.resident_count - 1,
+            intents=intents,
+        ),
+        True,
+        None,
+    )
+
+
+def restart_lossy(cfg: Config, state: State) -> Outcome:
+    """The queue server restarts and its state is lost; the loss is detected
+    and the queue moves to a new epoch (D9; the spec's ``RestartLossy``).
+
+    Enabled: always (the closed world restarts only an open queue).  Every
+    lease carries its epoch (``lease_epoch``), so no lease of the old one is
+    live again and none is reused although the queue's counters restart.
+    The pending and leased samples and those whose scrub intent was recorded
+    are forgotten: LOST, with incarnation and delivery counts 0 and their
+    data still resident (the store is another system), awaiting ``recover``;
+    ``pending``, the intents and the dedup window are empty.  Kept: the
+    clock, the closed flag, the pause state and parked refs (the producers'
+    blocking puts recompute them), and completed, scrubbed records.  A
+    *durable* restart has no function: nothing changes, and the calls it
+    interrupts are lost replies.
+    """
+    forgotten = set(state.intents)
+    forgotten.update(sid for sid, r in zip(state.ids, state.recs) if r.status in LIVE)
+    recs = tuple(
+        Rec(LOST, 0, 0, 0, None, r.resident, r.nbytes) if sid in forgotten else r
+        for sid, r in zip(state.ids, state.recs)
+    )
+    return Outcome(
+        state._replace(pending=(), recs=recs, completed=(), intents=(), epoch=state.epoch + 1), None, None
+    )
+
+
+def recover(cfg: Config, state: State, sample_id: str) -> Outcome:
+    """An operator re-puts a sample a lossy restart made the queue forget, as
+    a new incarnation of the new epoch (D9; the spec's ``Recover``): appended
+    to ``pending`` with zero deliveries; its data was kept.  Value True.
+
+    Rejected as ``"invalid"`` unless the sample is LOST, as ``"closed"``
+    after close (the closed world recovers before anyone closes).
+    """
+    bad = _check_sample_id(state, sample_id, "recover")
+    if bad is not None:
+        return bad
+    i = find(state, sample_id)
+    if i < 0 or state.recs[i].status != LOST:
+        return _reject(
+            state,
+            "invalid",
+            f"recover({sample_id!r}): only a sample a lossy restart made the queue forget (lost) is "
+            f"recovered; put others with put",
+        )
+    if state.closed:
+        return _reject(state, "closed", f"recover({sample_id!r}) after close(); recover before closing the queue")
+    rec = state.recs[i]
+    new = rec._replace(status=PENDING, incarnation=rec.incarnation + 1, deliveries=0, redeliveries=0, deadline=None)
+    return Outcome(_with_rec(state, i, new, pending=state.pending + (sample_id,)), True, None)
+
+
+def lease_state(state: State, lease: ModelLease) -> str:
+    """Where ``lease`` stands, for a caller whose reply was lost (D9):
+    ``"live"`` (a retry would take effect), ``"acked"`` (an ack of this very
+    delivery committed), ``"other"`` (its sample is leased again, to someone
+    else), ``"pending"`` (its sample waits for redelivery) or ``"gone"`` (its
+    sample completed otherwise, was put again as a new incarnation or
+    forgotten, or the lease is of an earlier epoch).  A read: the state does not change."""
+    if is_live(state, lease):
+        return "live"
+    rec = rec_of(state, lease.sample_id)
+    if rec is None or epoch_generation(lease.epoch) != state.epoch or rec.incarnation != lease.incarnation:
+        return "gone"
+    if rec.status == ACKED and rec.redeliveries == lease.redelivery_count:
+        return "acked"
+    if rec.status == LEASED:
+        return "other"
+    return "pending" if rec.status == PENDING else "gone"

@@ -2,7 +2,8 @@
 
 ``explore(world)`` visits every node reachable from ``initial_node(world)``,
 checks every state invariant in every node and every transition property on
-every transition, and answers one of three verdicts (Porcupine's ``Ok``,
+every transition that changes the model's state (the queue's properties and
+the world's, ``WORLD_TRANSITION_INVARIANTS``), and answers one of three verdicts (Porcupine's ``Ok``,
 ``Illegal``, ``Unknown``):
 
 ``ok``         every reachable node was visited and nothing was violated;
@@ -23,11 +24,17 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from refqueue.model.invariants import STATE_INVARIANTS, TRANSITION_INVARIANTS, WORLD_INVARIANTS
+from refqueue.model.invariants import (
+    STATE_INVARIANTS,
+    TRANSITION_INVARIANTS,
+    WORLD_INVARIANTS,
+    WORLD_TRANSITION_INVARIANTS,
+)
 from refqueue.model.state import LEASED, PENDING
 from refqueue.model.world import Memo, Node, World, initial_node, successors
 
-_BY_HOLDER = frozenset({"Ack", "Fail", "Extend", "DeadLetter"})
+_BY_HOLDER = frozenset({"Ack", "Fail", "Extend", "DeadLetter", "AckLost", "FailLost"})
+_BY_PRODUCER = frozenset({"TryPut", "TryPutLost"})
 
 __all__ = ["ExploreResult", "Step", "explore", "work_lost", "StateGraph", "build_graph"]
 
@@ -104,6 +111,7 @@ def explore(
     core_failed: dict[object, list[str]] = {}
     memo = Memo()
     step_checks = list(TRANSITION_INVARIANTS.items())
+    world_step_checks = list(WORLD_TRANSITION_INVARIANTS.items())
     world_checks = list(WORLD_INVARIANTS.items())
     goals = dict(goals or {})
     start = time.perf_counter()
@@ -155,7 +163,7 @@ def explore(
             if before is not after:
                 # a put step is judged by the sample it puts (the world's arg is the
                 # producer), a consumer's step by the lease it holds
-                if action == "TryPut":
+                if action in _BY_PRODUCER:
                     what = node.producers[arg]  # type: ignore[index]
                 elif action in _BY_HOLDER:
                     holder = arg[0] if isinstance(arg, tuple) else arg  # a kit world's Extend((consumer, seconds))
@@ -164,6 +172,9 @@ def explore(
                     what = arg
                 for name, pred in step_checks:
                     if name not in violations and not pred(cfg, before, after, action, what, value):
+                        violations[name] = _trace(index, nodes, k) + [Step(action, arg, child, value)]
+                for name, wpred in world_step_checks:
+                    if name not in violations and not wpred(world, node, child, action, arg, value):
                         violations[name] = _trace(index, nodes, k) + [Step(action, arg, child, value)]
             j = len(nodes)
             if seen.setdefault(child, j) != j:

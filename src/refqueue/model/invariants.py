@@ -3,8 +3,11 @@
 State invariants take ``(cfg, state, consumers)`` (``consumers`` is ``()``
 when the caller has no world around the queue, as in the conformance kit) and
 return True when the property holds.  Transition properties take
-``(cfg, before, after, action, value)``.  Names are those of
-``spec/SampleRefQueue.tla``.
+``(cfg, before, after, action, arg, value)``.  Properties of the closed world
+read its producers and bounds (``(world, node)``) or, for a step, its
+consumers before and after (``(world, before, after, action, arg, value)``
+with nodes).  Names are those of ``spec/SampleRefQueue.tla``; the spec's
+``NoLeaseIssuedTwice`` needs a history variable and has no twin here.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from refqueue.model.actions import is_drained, is_live
 from refqueue.model.state import (
     ACKED,
     DEAD,
+    DONE,
     DROPPED,
     LEASED,
+    LOST,
     MAX_DELIVERIES_REASON,
     PENDING,
     STATUSES,
@@ -25,6 +30,7 @@ from refqueue.model.state import (
     Config,
     ModelLease,
     State,
+    epoch_generation,
 )
 
 __all__ = [
@@ -35,6 +41,8 @@ __all__ = [
     "AtMostOneLiveLeasePerSample",
     "NoScrubBeforeAck",
     "NothingResidentAfterAck",
+    "IntentsHoldCompletedData",
+    "NoOldEpochLeaseLive",
     "ResidencyMatchesContents",
     "ResidencyWithinCapacity",
     "RedeliveryCountsDeliveries",
@@ -49,6 +57,8 @@ __all__ = [
     "DeadlineWithinVisibility",
     "ParkedRefsArePut",
     "WORLD_INVARIANTS",
+    "StaleLeaseNeverLiveAgain",
+    "WORLD_TRANSITION_INVARIANTS",
     "BackpressureBound",
     "NoStuckProducer",
     "effective_residency",
@@ -87,6 +97,9 @@ def _state_type_ok(state: State) -> bool:
         return False
     if not all(type(p[0]) is str and _is_nat(p[1]) for p in parked):
         return False
+    intents = state.intents
+    if list(intents) != sorted(set(intents)) or not set(intents).issubset(ids) or not _is_nat(state.epoch):
+        return False
     return len(set(pending)) == len(pending) and set(pending).issubset(ids)
 
 
@@ -122,13 +135,52 @@ def AtMostOneLiveLeasePerSample(cfg: Config, state: State, consumers: Consumers 
 
 
 def NoScrubBeforeAck(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
-    """A stored, pending or leased sample's data is resident (D2)."""
-    return all(r.resident for r in state.recs if r.status in (STORED, PENDING, LEASED))
+    """A stored, pending or leased sample's data is resident (D2), and so is
+    that of a sample a lossy restart made the queue forget (D9)."""
+    return all(r.resident for r in state.recs if r.status in (STORED, PENDING, LEASED, LOST))
 
 
 def NothingResidentAfterAck(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
-    """An acked, dead-lettered or dropped sample's data is gone (D2)."""
-    return not any(r.resident for r in state.recs if r.status in (ACKED, DEAD, DROPPED))
+    """An acked, dead-lettered or dropped sample's data is gone (D2), except
+    while a scrub intent for it is recorded (D9: a deployment's ack is two steps)."""
+    return not any(
+        r.resident and sid not in state.intents
+        for sid, r in zip(state.ids, state.recs)
+        if r.status in (ACKED, DEAD, DROPPED)
+    )
+
+
+def IntentsHoldCompletedData(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
+    """A recorded scrub intent names a completed (acked or dead-lettered)
+    sample whose data is still resident: the commit records it with the data
+    in place and ``scrub_intent`` removes both together, so an intent never
+    outlives its data nor names live work (D9).  The in-process queue records
+    none."""
+    if not state.intents:
+        return True
+    if not cfg.two_step_ack:
+        return False
+    for sid in state.intents:
+        rec = state.recs[state.ids.index(sid)]
+        if rec.status not in DONE or not rec.resident:
+            return False
+    return True
+
+
+def NoOldEpochLeaseLive(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
+    """No lease of an old epoch is live (D9): a lossy restart revokes every
+    lease, whatever the queue's counters say afterwards.  Stated over the
+    leases the consumers hold or kept, as the queue judges them: unlike the
+    other properties, this one asks the queue's own ``actions.is_live``
+    (looked up when called), since it pins that judgement down (the spec's
+    IsLive, whose epoch check a mutation may drop)."""
+    from refqueue.model import actions  # the queue's is_live, as it is now
+
+    for c in consumers:
+        for lease in (c.lease, c.kept):
+            if lease is not None and epoch_generation(lease.epoch) != state.epoch and actions.is_live(state, lease):
+                return False
+    return True
 
 
 def ResidencyMatchesContents(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
@@ -207,7 +259,7 @@ def TerminalNoneMeansDrained(cfg: Config, state: State, consumers: Consumers = (
 # model state rather than once per node).
 for _pred in (
     PendingAndLeasedDisjoint, NoScrubBeforeAck, NothingResidentAfterAck, ResidencyMatchesContents, ResidencyWithinCapacity,
-    DeadlineWithinVisibility,
+    DeadlineWithinVisibility, IntentsHoldCompletedData,
 ):
     _pred.reads_consumers = False  # type: ignore[attr-defined]
 
@@ -222,6 +274,8 @@ STATE_INVARIANTS: dict[str, Callable[..., bool]] = {
     "RedeliveryCountsDeliveries": RedeliveryCountsDeliveries,
     "TerminalNoneMeansDrained": TerminalNoneMeansDrained,
     "DeadlineWithinVisibility": DeadlineWithinVisibility,
+    "IntentsHoldCompletedData": IntentsHoldCompletedData,
+    "NoOldEpochLeaseLive": NoOldEpochLeaseLive,
 }
 
 
@@ -277,24 +331,33 @@ def NoFlapping(cfg: Config, before: State, after: State, action: str, arg: objec
 
 def CompletionIsAbsorbing(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
     """An acked or dead-lettered incarnation stays so until its id is stored
-    again for a new incarnation (exactly once per incarnation)."""
+    again for a new incarnation (exactly once per incarnation); only its data
+    may leave meanwhile (``scrub_intent``).  A lossy restart is the documented
+    exception (D9): a completion whose scrub was still intended is forgotten,
+    LOST, and delivered again once recovered."""
     old = dict(zip(before.ids, before.recs))
     for sid, rec in zip(after.ids, after.recs):
         was = old.get(sid)
-        if was is not None and was.status in (ACKED, DEAD) and rec != was and rec.status != STORED:
-            return False
+        if was is None or was.status not in (ACKED, DEAD) or rec == was or rec.status == STORED:
+            continue
+        if rec == was._replace(resident=False) or (action == "RestartLossy" and rec.status == LOST):
+            continue
+        return False
     return True
 
 
-_HOLDER_ACTIONS = frozenset({"Ack", "Fail", "Extend", "DeadLetter"})
+_HOLDER_ACTIONS = frozenset({"Ack", "Fail", "Extend", "DeadLetter", "AckLost", "FailLost"})
 
 
 def LeaseLiveUntilDeadline(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
     """The visibility-timeout guarantee: a live lease whose deadline has not
     passed stays live, with its deadline, unless its holder acks, fails,
-    dead-letters or extends it.  For those steps ``arg`` is the lease the
-    acting consumer held (the explorer passes it): only that lease may
-    change, and only if it is the sample's live one."""
+    dead-letters or extends it (its reply lost or not).  For those steps
+    ``arg`` is the lease the acting consumer held (the explorer passes it):
+    only that lease may change, and only if it is the sample's live one.  A
+    lossy restart revokes every lease (D9)."""
+    if action == "RestartLossy":
+        return True
     holder = arg if action in _HOLDER_ACTIONS and isinstance(arg, ModelLease) and is_live(before, arg) else None
     for sid, rec in zip(before.ids, before.recs):
         if rec.status == LEASED and rec.deadline > before.now:  # type: ignore[operator]
@@ -310,9 +373,10 @@ def PendingIsFifo(cfg: Config, before: State, after: State, action: str, arg: ob
     """Delivery is FIFO: a step keeps what was pending in its order, removes
     at most the head (an acquire) and appends at the tail (a put, a fail, a
     reclaim).  Holds for a FIFO queue (``cfg.fifo``); a backend that delivers
-    in any order is judged by ``allowed_acquires`` instead."""
+    in any order is judged by ``allowed_acquires`` instead.  A lossy restart
+    forgets what was pending (D9)."""
     old, new = before.pending, after.pending
-    return not cfg.fifo or new[: len(old)] == old or (bool(old) and new == old[1:])
+    return not cfg.fifo or new[: len(old)] == old or (bool(old) and new == old[1:]) or action == "RestartLossy"
 
 
 TRANSITION_INVARIANTS: dict[str, Callable[..., bool]] = {
@@ -337,9 +401,10 @@ def queue_bytes(state: State) -> int:
 def BackpressureBound(world: object, node: object) -> bool:
     """D8's bound: work admitted by blocking puts stays below ``high`` plus
     the largest sample (so residency stays below ``high + (producers + 1) x
-    largest`` plus orphans)."""
+    largest`` plus orphans).  Until a lossy restart: the operator's recovery
+    re-puts what the queue forgot regardless of the watermarks (D9)."""
     cfg = world.cfg  # type: ignore[attr-defined]
-    if cfg.high is None:
+    if cfg.high is None or node.state.epoch:  # type: ignore[attr-defined]
         return True
     return queue_bytes(node.state) < cfg.high + world.largest  # type: ignore[attr-defined]
 
@@ -373,6 +438,26 @@ WORLD_INVARIANTS: dict[str, Callable[..., bool]] = {
     "BackpressureBound": BackpressureBound,
     "NoStuckProducer": NoStuckProducer,
     "ParkedRefsArePut": ParkedRefsArePut,
+}
+
+
+def StaleLeaseNeverLiveAgain(world: object, before: object, after: object, action: str, arg: object, value: object) -> bool:
+    """A lease that is not live never becomes live again (D1, D9): a lease a
+    consumer holds or kept after it went stale stays stale whatever happens
+    (a restart that loses the queue's counters included), so a stale holder
+    can never ack, fail or extend someone else's delivery.  ``before`` and
+    ``after`` are the world's nodes around one step."""
+    old, new = before.state, after.state  # type: ignore[attr-defined]
+    for c in before.consumers:  # type: ignore[attr-defined]
+        for lease in (c.lease, c.kept):
+            if lease is not None and not is_live(old, lease) and is_live(new, lease):
+                return False
+    return True
+
+
+# Properties of one step of the closed world that read its consumers.
+WORLD_TRANSITION_INVARIANTS: dict[str, Callable[..., bool]] = {
+    "StaleLeaseNeverLiveAgain": StaleLeaseNeverLiveAgain,
 }
 
 

@@ -4,7 +4,8 @@ Names follow ``spec/SampleRefQueue.tla``: one ``Rec`` per sample the model has
 seen (its status, incarnation, delivery counts, lease deadline and whether its
 data is resident in the store), the FIFO ``pending`` sequence, the clock
 ``now``, the ``closed`` and ``paused`` flags, the store's counters, the
-dead-letter list and the dedup window.
+dead-letter list and the dedup window; for a deployment over two systems
+(D9), the recorded scrub intents and the queue's epoch.
 
 Everything is a ``NamedTuple`` of ints, strings, bools and tuples, so two equal
 states hash equal (Porcupine's ``Equal``/``Hash`` come free) and a state can be
@@ -14,6 +15,7 @@ neither torch nor threading.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -24,6 +26,7 @@ __all__ = [
     "ACKED",
     "DEAD",
     "DROPPED",
+    "LOST",
     "STATUSES",
     "LIVE",
     "DONE",
@@ -34,16 +37,19 @@ __all__ = [
     "State",
     "make_config",
     "initial_state",
+    "lease_epoch",
+    "epoch_generation",
 ]
 
 # Sample statuses (TLA+: the strings of the same spelling).
 STORED = "stored"  # data written to the store, ref not (yet) enqueued
 PENDING = "pending"  # enqueued, waiting for an acquire
 LEASED = "leased"  # handed out under a live lease
-ACKED = "acked"  # terminal: a live ack committed, data scrubbed
-DEAD = "dead"  # terminal: dead-lettered, data scrubbed, ref + reason listed
+ACKED = "acked"  # terminal: a live ack committed, data scrubbed (two_step_ack: or its scrub intended)
+DEAD = "dead"  # terminal: dead-lettered, data scrubbed (or intended), ref + reason listed
 DROPPED = "dropped"  # an orphan (stored, never enqueued, its producer gone) whose data was scrubbed
-STATUSES = frozenset({STORED, PENDING, LEASED, ACKED, DEAD, DROPPED})
+LOST = "lost"  # forgotten by a lossy restart, its data resident, awaiting the operator's recover (D9)
+STATUSES = frozenset({STORED, PENDING, LEASED, ACKED, DEAD, DROPPED, LOST})
 LIVE = frozenset({PENDING, LEASED})  # a put of the same id is a duplicate
 DONE = frozenset({ACKED, DEAD})  # completed: counted by the dedup window
 
@@ -57,6 +63,10 @@ class Config(NamedTuple):
     ``high``/``low`` are the *effective* watermarks (the queue's override where
     given, else the store's own); ``store_high``/``store_low`` are the store's,
     which decide ``StoreHealth.high_watermark_hit``/``low_watermark_hit``.
+    ``two_step_ack`` is a deployment over two systems (D9, the spec's
+    ``TwoStepAck``): an ack or dead-letter commits with a scrub intent and
+    leaves the data resident until ``scrub_intent``; off (the in-process
+    queue), it scrubs in the same step.
     """
 
     visibility_timeout: float
@@ -70,6 +80,7 @@ class Config(NamedTuple):
     dedup_window: int
     fifo: bool
     epoch: str
+    two_step_ack: bool = False
 
 
 class ModelLease(NamedTuple):
@@ -78,6 +89,8 @@ class ModelLease(NamedTuple):
     ``redelivery_count`` is the number of earlier deliveries of this
     incarnation, so it also numbers the delivery.  Identity is the whole
     tuple: a copy or a JSON round trip of a lease is the same lease (D1).
+    ``epoch`` names the queue and its epoch: ``lease_epoch(cfg, n)`` after
+    the queue's n-th detected loss (D9), so no lease identity is reused.
     The deadline is not part of the identity (``extend`` moves it); read it
     from the state with ``lease_deadline``.
     """
@@ -92,8 +105,9 @@ class Rec(NamedTuple):
     """What the model knows of one sample id.
 
     Invariants (checked by ``refqueue.model.invariants``):
-    ``status in (STORED, PENDING, LEASED) => resident`` (NoScrubBeforeAck),
-    ``status in (ACKED, DEAD) => not resident`` (NothingResidentAfterAck),
+    ``status in (STORED, PENDING, LEASED, LOST) => resident`` (NoScrubBeforeAck),
+    ``status in (ACKED, DEAD) and resident => a scrub intent is recorded``
+    (NothingResidentAfterAck),
     ``deadline is not None <=> status == LEASED``,
     ``deliveries == redeliveries + (status == LEASED)`` for a live sample
     (RedeliveryCountsDeliveries).
@@ -112,7 +126,9 @@ class State(NamedTuple):
     """The whole observable state of a queue bound to its store.
 
     ``ids``/``recs`` are parallel: ``recs[i]`` describes ``ids[i]``; ids are
-    kept in the order they were first seen, never removed.
+    kept in the order they were first seen, never removed.  ``intents`` and
+    ``epoch`` matter only in a deployment (D9); their defaults are the
+    in-process queue's.
     """
 
     now: float
@@ -129,6 +145,11 @@ class State(NamedTuple):
     # nbytes) sorted by id: their bytes are not counted against the
     # watermarks (D8).
     parked: tuple[tuple[str, int], ...] = ()
+    # The ids whose scrub intent a two-step completion recorded, sorted: acked
+    # or dead-lettered, their data still resident until scrub_intent (D9).
+    intents: tuple[str, ...] = ()
+    # 0, then one more per detected lossy restart; a lease carries it (lease_epoch).
+    epoch: int = 0
 
 
 def _check_int(name: str, value: object, minimum: int, fix: str) -> None:
@@ -160,6 +181,7 @@ def make_config(
     dedup_window: int = 0,
     fifo: bool = True,
     epoch: str = "model",
+    two_step_ack: bool = False,
 ) -> Config:
     """Validate the parameters and resolve the effective watermark pair (D4).
 
@@ -188,6 +210,13 @@ def make_config(
         raise TypeError(f"fifo must be a bool, got {fifo!r}")
     if not isinstance(epoch, str) or not epoch:
         raise ValueError(f"epoch must be a non-empty str, got {epoch!r}")
+    if EPOCH_MARK in epoch:
+        raise ValueError(
+            f"epoch must not contain {EPOCH_MARK!r} (the model marks a queue's later epochs with it), "
+            f"got {epoch!r}; pick another name"
+        )
+    if not isinstance(two_step_ack, bool):
+        raise TypeError(f"two_step_ack must be a bool, got {two_step_ack!r}; pass True or False")
     store_high, store_low = store_high_watermark_bytes, store_low_watermark_bytes
     if (store_high is None) != (store_low is None):
         raise ValueError(
@@ -230,7 +259,26 @@ def make_config(
         dedup_window=dedup_window,
         fifo=fifo,
         epoch=epoch,
+        two_step_ack=two_step_ack,
     )
+
+
+# What separates a queue's name from the number of its epoch (lease_epoch).
+EPOCH_MARK = "#"
+
+
+def lease_epoch(cfg: Config, epoch: int) -> str:
+    """The epoch a lease of the queue's ``epoch`` carries (``ModelLease.epoch``):
+    the configured ``cfg.epoch`` until the first detected loss, then
+    ``"<cfg.epoch>#<n>"`` after the n-th (D9: no lease identity is reused)."""
+    return cfg.epoch if epoch == 0 else f"{cfg.epoch}{EPOCH_MARK}{epoch}"
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def epoch_generation(name: str) -> int:
+    """The number of the epoch a lease's ``epoch`` names (0: the first; see ``lease_epoch``)."""
+    head, mark, tail = name.rpartition(EPOCH_MARK)
+    return int(tail) if mark and head and tail.isdigit() and tail[0] != "0" else 0
 
 
 def initial_state(now: float = 0) -> State:

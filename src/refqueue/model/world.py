@@ -39,6 +39,25 @@ TLA+ spec agrees with unchanged; the conformance kit's walks turn them on):
 ``anchor_consumer=True`` replaces the consumer's stop rule by the anchor's
 (``acquire() is None and is_closed``), to show ``TerminalNoneMeansDrained``
 biting (D3).
+
+Deployment options (D9; the TLA+ spec has them too, as the switches named in
+brackets, so their worlds are compared with TLC's graph):
+
+``two_step_ack``   [TwoStepAck] an ack or dead-letter commits with a scrub
+                   intent; the environment's ``ScrubIntent(sample)`` scrubs
+                   it later (``actions.scrub_intent``).  A consumer that
+                   crashes between the two steps is an interleaving.
+``lost_replies``   [LostReplies] a call takes effect while its caller sees
+                   an error: ``AcquireLost(c)`` (the lease is held by nobody),
+                   ``AckLost(c)`` / ``FailLost(c)`` (of a live lease, which the
+                   consumer keeps: its retry answers stale), ``TryPutLost(p)``
+                   (an enqueuing put step; the producer keeps the id and
+                   retries, ``PutRetry(p)``, which changes nothing)
+``max_restarts``   [MaxRestarts] up to that many ``RestartLossy`` of an open
+                   queue (``actions.restart_lossy``: a new epoch, what the
+                   queue held forgotten as LOST), each followed by the
+                   operator's ``Recover(sample)``; ``Close`` waits until
+                   nothing is LOST
 """
 
 from __future__ import annotations
@@ -48,7 +67,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from refqueue.model import actions as A
-from refqueue.model.state import STORED, Config, ModelLease, State, initial_state, make_config
+from refqueue.model.state import LOST, STORED, Config, ModelLease, State, initial_state, make_config
 
 __all__ = [
     "DEAD_LETTER_REASON", "Consumer", "Memo", "Node", "Transition", "World", "make_world", "initial_node", "successors",
@@ -104,6 +123,8 @@ class World(NamedTuple):
     dead_letter: bool = False  # consumers may dead-letter their lease (kit worlds)
     extend_by: tuple[int, ...] = ()  # more extend amounts, made on live and stale leases (kit worlds)
     reclaim_any_time: bool = False  # ReclaimExpired enabled where nothing expired too (kit worlds)
+    lost_replies: bool = False  # calls may take effect with their reply lost (D9; cfg.two_step_ack is the ack's)
+    max_restarts: int = 0  # lossy restarts of the queue server, each followed by recovery (D9)
 
     @property
     def largest(self) -> int:
@@ -130,6 +151,9 @@ def make_world(
     dead_letter: bool = False,
     extend_by: tuple[int, ...] = (),
     reclaim_any_time: bool = False,
+    two_step_ack: bool = False,
+    lost_replies: bool = False,
+    max_restarts: int = 0,
 ) -> World:
     """Bounds with validation.  ``samples`` is a count (ids ``s0, s1, ...``) or
     the ids in production order (a repeated id is a re-put of a completed
@@ -137,8 +161,9 @@ def make_world(
     The store's capacity defaults to all the data (at least the high
     watermark).  Any size up to the capacity is allowed: D8 needs no
     ``sample_bytes <= low``.  The kit-world options (``dedup_window``,
-    ``give_up``, ``dead_letter``, ``extend_by``, ``reclaim_any_time``) are
-    described in the module docstring; their defaults add nothing."""
+    ``give_up``, ``dead_letter``, ``extend_by``, ``reclaim_any_time``) and the
+    deployment options (``two_step_ack``, ``lost_replies``, ``max_restarts``)
+    are described in the module docstring; their defaults add nothing."""
     for name, flag in (
         ("give_up", give_up),
         ("dead_letter", dead_letter),
@@ -146,6 +171,8 @@ def make_world(
         ("producer_crash", producer_crash),
         ("retain_copies", retain_copies),
         ("anchor_consumer", anchor_consumer),
+        ("two_step_ack", two_step_ack),
+        ("lost_replies", lost_replies),
     ):
         if not isinstance(flag, bool):
             raise ValueError(f"{name} must be a bool, got {flag!r}; pass True or False")
@@ -158,6 +185,7 @@ def make_world(
         ("producers", producers, 1),
         ("horizon", horizon, 0),
         ("visibility_timeout", visibility_timeout, 1),
+        ("max_restarts", max_restarts, 0),
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
@@ -186,6 +214,7 @@ def make_world(
         capacity_bytes=capacity,
         max_deliveries=max_deliveries,
         dedup_window=dedup_window,
+        two_step_ack=two_step_ack,
     )
     return World(
         cfg=cfg,
@@ -201,6 +230,8 @@ def make_world(
         dead_letter=dead_letter,
         extend_by=tuple(sorted(set(extend_by))),
         reclaim_any_time=reclaim_any_time,
+        lost_replies=lost_replies,
+        max_restarts=max_restarts,
     )
 
 
@@ -226,19 +257,27 @@ def _core_moves(
     # producer dies: ProducerCrash(p), leaving its data as an orphan)
     for p, sid in enumerate(producers):
         if sid is not None:
-            size = _size_of(state, sid)
-            out = A.try_put(cfg, state, sid, size)
-            if out.error is None and out.state != state:  # a blocked step that changed nothing is a self-loop
-                after = producers[:p] + (None,) + producers[p + 1 :] if out.value.enqueued else producers
-                moves.append(("TryPut", p, out.state, out.value, after, produced))
-            elif out.error is not None and world.give_up:
-                # refused (closed, a replay): the producer gives up; its data is an orphan
-                idle = producers[:p] + (None,) + producers[p + 1 :]
-                moves.append(("TryPut", p, state, out.error, idle, produced))
+            idle = producers[:p] + (None,) + producers[p + 1 :]
+            if state.recs[state.ids.index(sid)].status != STORED:
+                # its put took effect with the reply lost (TryPutLost): it retries, which changes nothing
+                out = A.put_retry(cfg, state, sid)
+                moves.append(("PutRetry", p, out.state, out.value, idle, produced))
+            else:
+                size = _size_of(state, sid)
+                out = A.try_put(cfg, state, sid, size)
+                if out.error is None and out.state != state:  # a blocked step that changed nothing is a self-loop
+                    after = idle if out.value.enqueued else producers
+                    moves.append(("TryPut", p, out.state, out.value, after, produced))
+                    if world.lost_replies and out.value.enqueued:
+                        # enqueued, the reply lost: the producer still holds its id
+                        moves.append(("TryPutLost", p, out.state, out.value, producers, produced))
+                elif out.error is not None and world.give_up:
+                    # refused (closed, a replay): the producer gives up; its data is an orphan
+                    moves.append(("TryPut", p, state, out.error, idle, produced))
             if world.producer_crash:
-                idle = producers[:p] + (None,) + producers[p + 1 :]
                 moves.append(("ProducerCrash", p, A.abort_put(cfg, state, sid).state, None, idle, produced))
-        elif not state.closed and produced < len(world.samples):
+        elif not state.closed and produced < len(world.samples) and world.samples[produced] not in producers:
+            # (an id a producer still holds, its put's reply lost, is not stored again until it retried)
             sid = world.samples[produced]
             out = A.store_put(cfg, state, sid, world.sizes[produced])
             if out.error is None:
@@ -250,14 +289,24 @@ def _core_moves(
                 out = A.drop(cfg, state, sid)
                 if out.error is None:
                     moves.append(("CollectOrphan", sid, out.state, None, producers, produced))
-    # environment
+    # environment: anyone scrubs what a two-step completion left (D9)
+    for sid in state.intents:
+        out = A.scrub_intent(cfg, state, sid)
+        moves.append(("ScrubIntent", sid, out.state, out.value, producers, produced))
     if world.reclaim_any_time or A.expired(state):
         out = A.reclaim_expired(cfg, state)
         moves.append(("ReclaimExpired", None, out.state, out.value, producers, produced))
-    if not state.closed:
+    lost = [sid for sid, r in zip(state.ids, state.recs) if r.status == LOST]
+    if not state.closed and not lost:  # a queue awaiting recovery refuses close too
         moves.append(("Close", None, A.close(cfg, state).state, None, producers, produced))
     if state.now < world.horizon:
         moves.append(("Tick", None, A.tick(cfg, state, 1).state, None, producers, produced))
+    # a lossy restart of an open queue, and the operator's recovery (D9)
+    if state.epoch < world.max_restarts and not state.closed:
+        moves.append(("RestartLossy", None, A.restart_lossy(cfg, state).state, None, producers, produced))
+    for sid in lost:
+        out = A.recover(cfg, state, sid)
+        moves.append(("Recover", sid, out.state, out.value, producers, produced))
     return moves
 
 
@@ -340,6 +389,8 @@ def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[T
             if state.pending:
                 out = A.acquire(world.cfg, state)
                 yield _transition(("Acquire", c, moved(c, _consumer((out.value, False, False, kept)), out.state), out.value))
+                if world.lost_replies:  # leased, the reply lost: nobody holds the lease
+                    yield _transition(("AcquireLost", c, moved(c, me, out.state), out.value))
             elif state.closed and (world.anchor_consumer or A.outstanding_count(state) == 0):
                 yield _transition(("Stop", c, moved(c, STOPPED), None))
             continue
@@ -356,7 +407,11 @@ def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[T
                 yield _transition(("Get", c, moved(c, _consumer((lease, True, False, kept))), True))
             done = _consumer((None, False, False, lease if retain else None))
             yield _transition(("Ack", c, moved(c, done, moves.ack.state), moves.ack.value))
+            if world.lost_replies and moves.ack.value is True:  # committed, the reply lost: it keeps the lease
+                yield _transition(("AckLost", c, moved(c, me, moves.ack.state), moves.ack.value))
             yield _transition(("Fail", c, moved(c, done, moves.fail.state), moves.fail.value))
+            if world.lost_replies and moves.fail.value is True:
+                yield _transition(("FailLost", c, moved(c, me, moves.fail.state), moves.fail.value))
             if moves.dead_letter is not None:
                 out = moves.dead_letter
                 yield _transition(("DeadLetter", c, moved(c, done, out.state), out.value))

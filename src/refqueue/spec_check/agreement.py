@@ -16,8 +16,12 @@ How the spec's variables map to the model (spec/SampleRefQueue.tla):
 * ``recs`` (a function from the ids seen) becomes the tuple of ``Rec`` in
   ``ids`` order, ``NoDeadline`` becoming ``None``;
 * ``consumers`` (a function on ``0 .. n-1``) becomes the tuple of
-  ``Consumer``; a lease record (held or kept) becomes ``ModelLease`` with the
-  model's epoch, ``NoLease`` becomes ``None``;
+  ``Consumer``; a lease record (held or kept) becomes ``ModelLease``, its
+  epoch ``n`` the model's name for it (``lease_epoch(cfg, n)``), ``NoLease``
+  becomes ``None``;
+* ``intents`` (a set of ids) becomes the state's sorted tuple, ``epoch`` the
+  state's ``epoch``; ``issued`` (a history variable, recorded only with
+  ``LeaseHistory``) must be empty: the agreement configs do not record it;
 * ``producers`` (a function on ``0 .. n-1``) becomes the tuple of the ids
   they put (``NoSample`` becoming ``None``), ``produced`` the node's
   ``produced``, and ``parked`` (a set of ids) the state's sorted ``(id,
@@ -41,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from refqueue.model.explorer import StateGraph, build_graph
-from refqueue.model.state import ModelLease, Rec, State
+from refqueue.model.state import ModelLease, Rec, State, epoch_generation, lease_epoch
 from refqueue.model.world import Consumer, Node, World, initial_node
 from refqueue.spec_check.values import ModelValue, TlaValueError, parse_state
 
@@ -50,11 +54,11 @@ __all__ = ["AgreementError", "AgreementResult", "DotGraph", "read_dot", "node_of
 SPEC_VARIABLES = frozenset(
     {
         "now", "closed", "paused", "pending", "ids", "recs", "resident_bytes", "resident_count", "dead",
-        "parked", "consumers", "producers", "produced", "faults",
+        "parked", "consumers", "producers", "produced", "faults", "intents", "epoch", "issued",
     }
 )
 REC_FIELDS = ("status", "incarnation", "deliveries", "redeliveries", "deadline", "resident", "nbytes")
-LEASE_FIELDS = frozenset({"sample_id", "incarnation", "redelivery_count"})
+LEASE_FIELDS = frozenset({"epoch", "sample_id", "incarnation", "redelivery_count"})
 CONSUMER_FIELDS = frozenset({"lease", "holding", "stopped", "kept"})
 NO_LEASE = ModelValue("NoLease")
 NO_SAMPLE = ModelValue("NoSample")
@@ -181,26 +185,26 @@ def _rec(value: object, sid: str) -> Rec:
     )
 
 
-def _lease(lease: object, what: str, epoch: str) -> ModelLease | None:
+def _lease(lease: object, what: str, world: World) -> ModelLease | None:
     if lease == NO_LEASE:
         return None
     _want(isinstance(lease, dict) and set(lease) == LEASE_FIELDS, what, lease)
     _want(type(lease["sample_id"]) is str, f"{what}.sample_id", lease)  # type: ignore[index]
     return ModelLease(
-        epoch,
+        lease_epoch(world.cfg, _nat(lease["epoch"], f"{what}.epoch")),  # type: ignore[index]
         lease["sample_id"],  # type: ignore[index]
         _nat(lease["incarnation"], f"{what}.incarnation"),  # type: ignore[index]
         _nat(lease["redelivery_count"], f"{what}.redelivery_count"),  # type: ignore[index]
     )
 
 
-def _consumer(value: object, c: int, epoch: str) -> Consumer:
+def _consumer(value: object, c: int, world: World) -> Consumer:
     _want(isinstance(value, dict) and set(value) == CONSUMER_FIELDS, f"consumers[{c}] (a record)", value)
     return Consumer(
-        _lease(value["lease"], f"consumers[{c}].lease", epoch),  # type: ignore[index]
+        _lease(value["lease"], f"consumers[{c}].lease", world),  # type: ignore[index]
         _bool(value["holding"], f"consumers[{c}].holding"),  # type: ignore[index]
         _bool(value["stopped"], f"consumers[{c}].stopped"),  # type: ignore[index]
-        _lease(value["kept"], f"consumers[{c}].kept", epoch),  # type: ignore[index]
+        _lease(value["kept"], f"consumers[{c}].kept", world),  # type: ignore[index]
     )
 
 
@@ -233,6 +237,8 @@ def node_of(state: dict[str, object], world: World) -> Node:
         dead=dead,  # type: ignore[arg-type]
         completed=(),
         parked=_parked(state["parked"], recs),
+        intents=_intents(state["intents"], recs),
+        epoch=_nat(state["epoch"], "epoch"),
     )
     consumers = _function(state["consumers"], "consumers")
     _want(
@@ -240,7 +246,6 @@ def node_of(state: dict[str, object], world: World) -> Node:
         f"consumers (a function on 0..{world.consumers - 1}, the world's consumer indices)",
         sorted(consumers, key=str),
     )
-    epoch = world.cfg.epoch
     producers = _function(state["producers"], "producers")
     _want(
         set(producers) == set(range(world.producers)),
@@ -253,9 +258,11 @@ def node_of(state: dict[str, object], world: World) -> Node:
         _want(sid == NO_SAMPLE or type(sid) is str, f"producers[{p}] (an id or NoSample)", sid)
         held.append(None if sid == NO_SAMPLE else sid)
     _want(state["faults"] == 0, "faults (0: the agreement configs have no fault budget)", state["faults"])
+    _want(state["issued"] == frozenset(), "issued (empty: the agreement configs record no lease history)",
+          state["issued"])
     return Node(
         model_state,
-        tuple(_consumer(consumers[c], c, epoch) for c in range(world.consumers)),
+        tuple(_consumer(consumers[c], c, world) for c in range(world.consumers)),
         tuple(held),
         _nat(state["produced"], "produced"),
     )
@@ -265,6 +272,12 @@ def _parked(value: object, recs: dict) -> tuple[tuple[str, int], ...]:
     """The spec's set of parked ids as the model's sorted (id, nbytes) pairs."""
     _want(isinstance(value, frozenset) and all(type(x) is str and x in recs for x in value), "parked (a set of ids)", value)
     return tuple(sorted((sid, _nat(recs[sid]["nbytes"], f"recs[{sid!r}].nbytes")) for sid in value))  # type: ignore[union-attr]
+
+
+def _intents(value: object, recs: dict) -> tuple[str, ...]:
+    """The spec's set of ids with a scrub intent as the model's sorted tuple."""
+    _want(isinstance(value, frozenset) and all(type(x) is str and x in recs for x in value), "intents (a set of ids)", value)
+    return tuple(sorted(value))  # type: ignore[arg-type]
 
 
 # -- comparing the graphs -------------------------------------------------------
@@ -313,9 +326,15 @@ def spec_label(action: str, value: object) -> str:
     return action
 
 
+def _one_lease(lease: ModelLease) -> str:
+    """``s0#1.0``: sample s0, incarnation 1, redelivery count 0 (``@2``: of epoch 2)."""
+    n = epoch_generation(lease.epoch)
+    return f"{lease.sample_id}#{lease.incarnation}.{lease.redelivery_count}" + (f"@{n}" if n else "")
+
+
 def _lease_text(me: Consumer) -> str:
-    lease = "-" if me.lease is None else f"{me.lease.sample_id}#{me.lease.incarnation}.{me.lease.redelivery_count}"
-    kept = "" if me.kept is None else f" kept={me.kept.sample_id}#{me.kept.incarnation}.{me.kept.redelivery_count}"
+    lease = "-" if me.lease is None else _one_lease(me.lease)
+    kept = "" if me.kept is None else f" kept={_one_lease(me.kept)}"
     return lease + ("+data" if me.holding else "") + (" stopped" if me.stopped else "") + kept
 
 
@@ -343,6 +362,10 @@ def _describe(node: Node) -> str:
         parts.append(f"dead={[list(d) for d in s.dead]}")
     if s.parked:
         parts.append(f"parked={[list(p) for p in s.parked]}")
+    if s.intents:
+        parts.append(f"intents={list(s.intents)}")
+    if s.epoch:
+        parts.append(f"epoch={s.epoch}")
     parts.extend(f"c{c}:{_lease_text(me)}" for c, me in enumerate(node.consumers))
     parts.extend(f"p{p}:{sid or '-'}" for p, sid in enumerate(node.producers))
     parts.append(f"produced={node.produced}")

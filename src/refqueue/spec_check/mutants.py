@@ -289,9 +289,11 @@ def run_tlc_kill(
 # model commit the same mistake as the spec mutant of the same name.  They
 # replace what the closed world actually calls: refqueue.model.world calls
 # ``A.try_put``, ``A.store_put``, ``A.ack``, ``A.extend``, ``A.is_live``,
-# ``A.expired`` through the module ``A``, and the actions call ``_requeue``,
-# ``_finish``, ``is_live`` and ``expired`` as module globals, so patching the
-# module attribute reaches every caller.  The invariants keep their own
+# ``A.expired``, ``A.put_retry``, ``A.scrub_intent``, ``A.restart_lossy``,
+# ``A.recover`` through the module ``A`` (and its own ``_core_moves`` and
+# ``_lease_moves`` as module globals), and the actions call ``_requeue``,
+# ``_finish``, ``put``, ``is_live`` and ``expired`` as module globals, so
+# patching the module attribute reaches every caller.  The invariants keep their own
 # ``is_live`` (imported by name), so they judge with the real definition.
 
 
@@ -398,7 +400,11 @@ def _patch_is_live_ignores_status() -> Patch:
             rec = state.recs[state.ids.index(lease.sample_id)]
         except ValueError:
             return False
-        return rec.incarnation == lease.incarnation and rec.redeliveries == lease.redelivery_count
+        return (
+            rec.incarnation == lease.incarnation
+            and rec.redeliveries == lease.redelivery_count
+            and A.epoch_generation(lease.epoch) == state.epoch
+        )
 
     return [(A, "is_live", is_live)]
 
@@ -489,6 +495,122 @@ def _patch_ack_scrubs_nothing() -> Patch:
     return [(A, "_finish", _finish)]
 
 
+def _patch_finish_without_intent(status: str) -> Callable[[], Patch]:
+    """A two-step completion to ``status`` that records no scrub intent (D9)."""
+
+    def patch() -> Patch:
+        A = _actions()
+        real = A._finish
+
+        def _finish(cfg, state, i, st, reason):
+            out = real(cfg, state, i, st, reason)
+            if st != status or not cfg.two_step_ack or state.ids[i] in state.intents:
+                return out
+            return out._replace(intents=state.intents)
+
+        return [(A, "_finish", _finish)]
+
+    return patch
+
+
+def _patch_scrub_without_intent() -> Patch:
+    from refqueue.model import world as W
+
+    A = _actions()
+    real = W._core_moves
+
+    def core_moves(world, state, producers, produced):
+        moves = real(world, state, producers, produced)
+        for sid, rec in zip(state.ids, state.recs):
+            if rec.resident and sid not in state.intents:  # the guard is gone: any resident data is scrubbed
+                moves.append(("ScrubIntent", sid, A.scrub(world.cfg, state, sid).state, True, producers, produced))
+        return moves
+
+    return [(W, "_core_moves", core_moves)]
+
+
+def _patch_scrub_keeps_intent() -> Patch:
+    A = _actions()
+    real = A.scrub_intent
+
+    def scrub_intent(cfg, state, sid):
+        out = real(cfg, state, sid)
+        return out._replace(state=out.state._replace(intents=state.intents)) if out.value is True else out
+
+    return [(A, "scrub_intent", scrub_intent)]
+
+
+def _patch_loss_not_detected() -> Patch:
+    A = _actions()
+    real = A.restart_lossy
+    return [(A, "restart_lossy", lambda cfg, state: A.Outcome(real(cfg, state).state._replace(epoch=state.epoch), None, None))]
+
+
+def _patch_is_live_ignores_epoch() -> Patch:
+    A = _actions()
+
+    def is_live(state, lease):
+        try:
+            rec = state.recs[state.ids.index(lease.sample_id)]
+        except ValueError:
+            return False
+        return rec.status == A.LEASED and rec.incarnation == lease.incarnation and rec.redeliveries == lease.redelivery_count
+
+    return [(A, "is_live", is_live)]
+
+
+def _patch_lease_identity_reused() -> Patch:
+    A = _actions()
+    patch = []
+    for name in ("put", "recover"):  # the spec's Enqueue: both make the new incarnation
+        real = getattr(A, name)
+
+        def enqueue(cfg, state, sid, real=real):
+            out = real(cfg, state, sid)
+            old = A.rec_of(state, sid)
+            if out.error is not None or old is None:
+                return out
+            i = A.find(out.state, sid)
+            rec = out.state.recs[i]._replace(incarnation=old.incarnation)  # no new incarnation
+            return out._replace(state=A._with_rec(out.state, i, rec))
+
+        patch.append((A, name, enqueue))
+    return patch
+
+
+def _patch_put_retry_re_enqueues() -> Patch:
+    A = _actions()
+    real = A.put_retry
+
+    def put_retry(cfg, state, sid):
+        rec = A.rec_of(state, sid)
+        if rec is None or rec.status in A.LIVE or rec.status == A.STORED:
+            return real(cfg, state, sid)
+        # taken for a new put: enqueued again (as the spec's Enqueue, whether closed or not)
+        again = A.put(cfg, state._replace(closed=False), sid).state._replace(closed=state.closed)
+        return A.Outcome(again, True, None)
+
+    return [(A, "put_retry", put_retry)]
+
+
+def _patch_ack_retry_commits_again() -> Patch:
+    A = _actions()
+    real = A.ack
+
+    def ack(cfg, state, lease):
+        out = real(cfg, state, lease)
+        rec = A.rec_of(state, lease.sample_id)
+        if (
+            out.error is None and out.value is False and rec is not None and rec.status == A.ACKED
+            and (rec.incarnation, rec.redeliveries) == (lease.incarnation, lease.redelivery_count)
+            and A.epoch_generation(lease.epoch) == state.epoch
+        ):
+            return A.Outcome(A._finish(cfg, state, A.find(state, lease.sample_id), A.ACKED, None), True, None)
+        return out
+
+    return [(A, "ack", ack)]
+
+
 def _patch_stop_without_drained() -> Patch:
     from refqueue.model import explorer
 
@@ -522,6 +644,15 @@ PY_PATCHES: dict[str, Callable[[], Patch]] = {
     "requeue-keeps-deadline": _patch_requeue(clear_deadline=False),
     "extend-any-outstanding-lease": _patch_extend_any_outstanding_lease,
     "producer-crash-stays-parked": _patch_producer_crash_stays_parked,
+    "ack-records-no-intent": _patch_finish_without_intent("acked"),
+    "dead-letter-records-no-intent": _patch_finish_without_intent("dead"),
+    "scrub-without-intent": _patch_scrub_without_intent,
+    "scrub-keeps-intent": _patch_scrub_keeps_intent,
+    "loss-not-detected": _patch_loss_not_detected,
+    "is-live-ignores-epoch": _patch_is_live_ignores_epoch,
+    "lease-identity-reused": _patch_lease_identity_reused,
+    "put-retry-re-enqueues": _patch_put_retry_re_enqueues,
+    "ack-retry-commits-again": _patch_ack_retry_commits_again,
 }
 
 
