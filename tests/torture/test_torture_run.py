@@ -1,7 +1,7 @@
 """A short real torture run, as CI can afford it: ``refqueue torture`` with
 1 producer and 2 consumer processes (spawned), a throwaway redis-server with
-``appendfsync always``, 10 s of consumer kills (one in the window between
-an ack's commit and its scrub) and lost replies, seed 1.
+``appendfsync always``, 8 s of load with a consumer killed in the window
+between an ack's commit and its scrub and a lost reply (seed 1's schedule).
 
 What it asserts: the faults happened (kills and drops injected, as the
 seed's schedule says), every rule of the checker decided (none unknown), the
@@ -11,9 +11,9 @@ none; a backend without them may show only the two-system defects issue 18
 names (acked data left on disk, a reclaimer dead after a lost connection, a
 drain that needed a hand reclaim) and nothing else: a wrong read, a stale
 ack, a lost sample or a reused lease id fails this test on any backend.
-Measured cost: 34-36 s on the shared 2-core machine under load (10 s of
-faults; about 8-18 s starting three processes that import torch; 2 s
-closing and draining; the rest checking and stopping).
+Measured cost: 29-41 s on the shared 2-core machine under a load average of
+7-8 (8 s of faults; 8-18 s starting three processes that import torch; a
+few seconds closing, draining and checking).
 """
 
 from __future__ import annotations
@@ -32,16 +32,16 @@ def test_a_short_run_with_kills_and_lost_replies(redis_installed, tmp_path, caps
     from refqueue.cli import main
     from refqueue.torture.schedule import plan
 
-    status = main(["torture", "--faults", "kill,drop", "--duration", "10", "--seed", "1", "--producers", "1",
+    status = main(["torture", "--faults", "kill,drop", "--duration", "8", "--seed", "1", "--producers", "1",
                    "--consumers", "2", "--dir", str(tmp_path), "--json"])
     report = json.loads(capsys.readouterr().out)
     [run] = report["runs"]
-    steps = plan(1, ("kill", "drop"), 10.0, 1, 2, 2.5)
+    steps = plan(1, ("kill", "drop"), 8.0, 1, 2, 2.5)
     assert [s["fault"] for s in run["schedule"]] == [s.fault for s in steps]  # the seed's schedule
     assert {"kill", "mid-ack"} <= {s.fault for s in steps} | {s.mode for s in steps}
     injected = run["stats"]["faults injected"]
     assert injected.get("kill", 0) >= 1 and injected.get("drop", 0) >= 1, injected
-    assert run["stats"]["samples"] > 50 and run["stats"]["samples/s"] > 0
+    assert run["stats"]["samples"] > 20 and run["stats"]["samples/s"] > 0
     assert [v["name"] for v in run["verdicts"] if v["valid"] is None and not v["skipped"]] == []
     kinds = {a["kind"] for a in run["anomalies"]}
     if hasattr(RedisSampleRefQueue, "collect_intents"):

@@ -102,6 +102,17 @@ class Supervisor:
                     late.append(inc.name)
         return late
 
+    def _said_ready(self, inc: Incarnation) -> bool:
+        """Whether ``inc`` said it is ready (reads its message if it came since)."""
+        if not inc.ready:
+            try:
+                if inc.conn.poll(0):
+                    json.loads(inc.conn.recv_bytes())
+                    inc.ready = True
+            except (EOFError, OSError):
+                pass
+        return inc.ready
+
     def reap(self, timeout: float) -> list[Incarnation]:
         """Wait up to ``timeout`` s for a process to exit; record and
         replace every one that did (main thread only).  Returns them."""
@@ -150,14 +161,18 @@ class Supervisor:
 
     def retire(self, slots: list[str], timeout: float) -> list[str]:
         """Order ``slots`` to stop, never replace them again, and wait (up
-        to ``timeout`` s) for them to exit; SIGKILL the late ones.  Returns
-        the names of the processes that had to be killed."""
+        to ``timeout`` s) for them to exit; SIGKILL the late ones, and at once
+        those still starting (not ready yet).  Returns the names of the
+        processes killed for being late."""
         import time
 
         with self._lock:
             self._retired.update(slots)
         for slot in slots:
             self.order(slot, "stop")
+        for inc in self.live():
+            if inc.name.split(".")[0] in slots and not self._said_ready(inc):
+                self.kill(inc)  # still starting (importing torch): it has done nothing, do not wait for it
         deadline = time.monotonic() + timeout
         waiting = lambda: [inc for inc in self.live() if inc.name.split(".")[0] in slots]  # noqa: E731
         while waiting() and time.monotonic() < deadline:
