@@ -5,8 +5,10 @@
 (* longer with --deep): 3 producers, 6 consumers, 12 samples of 1 to 5     *)
 (* bytes (several larger than Low), High 8 / Low 3, a visibility timeout   *)
 (* of 5, MaxDeliveries 3, producer crashes, retained lease copies, time    *)
-(* that never stops.  Too large to enumerate; every safety property is     *)
-(* checked on every state of every random behaviour.                       *)
+(* that never stops, and the deployment of D9: two-step acks, lost         *)
+(* replies, up to two lossy restarts, the lease history.  Too large to     *)
+(* enumerate; every safety property is checked on every state of every     *)
+(* random behaviour.                                                       *)
 (***************************************************************************)
 EXTENDS SampleRefQueue
 

@@ -226,3 +226,20 @@ def test_deployment_options_are_validated():
     with pytest.raises(ValueError, match="max_restarts must be an int >= 0"):
         make_world(max_restarts=-1)
     assert A.scrub_intent(TWO_STEP, M.initial_state(), "").error.kind == "invalid"
+
+
+def test_the_deployment_world_reaches_a_consumer_killed_between_commit_and_scrub():
+    # a client killed after its commit, before its own scrub: the intent stays
+    # for anyone to collect (the world's ScrubIntent), as after a lost reply
+    from refqueue.model.explorer import build_graph
+
+    world = make_world(samples=1, consumers=1, horizon=1, two_step_ack=True, lost_replies=True)
+    graph = build_graph(world)
+    crashed = [
+        graph.nodes[dst] for src, action, _, dst, _ in graph.edges
+        if action == "Crash" and graph.nodes[src].state.intents
+        and graph.nodes[src].consumers[0].lease.sample_id in graph.nodes[src].state.intents
+    ]
+    assert crashed  # AckLost, then the consumer dies holding the acked lease
+    assert all(n.consumers[0].lease is None and n.state.intents == ("s0",) for n in crashed)
+    assert all(any(t.action == "ScrubIntent" for t in successors(world, n)) for n in crashed)

@@ -78,6 +78,11 @@ def test_cli_json_and_exit_codes(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["verdict"] == "ok" and data["bounds"]["samples"] == ["s0", "s1", "s0"]
     assert data["bounds"]["sizes"] == [1, 3, 1] and data["bounds"]["producers"] == 2
+    assert main(["explore", "--samples", "1", "--consumers", "2", "--horizon", "1", "--two-step-ack", "--lost-replies",
+                 "--max-restarts", "1", "--no-anchor", "--json", "--quiet"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["verdict"] == "ok" and data["distinct_states"] == 8288  # MCDeploymentLeases' world
+    assert (data["bounds"]["two_step_ack"], data["bounds"]["lost_replies"], data["bounds"]["max_restarts"]) == (True, True, 1)
     assert main(["explore", "--samples", "2", "--sizes", "1,2,3", "--quiet"]) == 2
     assert "--sizes gives 3 sizes for --samples 2" in capsys.readouterr().err
     assert main(["explore", "--no-anchor", "--max-states", "100", "--quiet"]) == 3

@@ -3,6 +3,7 @@ spec, mutations are applied to scratch copies only, the Python patches make
 the explorer report what the spec's killers report, and one mutant end to end
 through TLC."""
 
+import functools
 import json
 import re
 import shutil
@@ -173,6 +174,32 @@ def test_the_explorer_kills_a_mutant_with_the_named_property(name, trace):
     if trace is not None:
         assert result.trace == trace
     assert (A.try_put, A._requeue) == REAL  # restored
+
+
+# The deployment's mutants (D9) and the shortest trace the explorer finds for each.
+D9_TRACES = {
+    "ack-records-no-intent": ["Init", "StorePut(0)", "TryPut(0)", "Acquire(0)", "Ack(0)"],
+    "scrub-without-intent": ["Init", "StorePut(0)", "ScrubIntent(s0)"],
+    "scrub-keeps-intent": ["Init", "StorePut(0)", "TryPut(0)", "Acquire(0)", "Ack(0)", "ScrubIntent(s0)"],
+    "loss-not-detected": ["Init", "StorePut(0)", "TryPut(0)", "Acquire(0)", "RestartLossy", "Recover(s0)", "Acquire(1)"],
+    "is-live-ignores-epoch": ["Init", "StorePut(0)", "TryPut(0)", "Acquire(0)", "RestartLossy", "Recover(s0)", "Acquire(1)"],
+    "put-retry-re-enqueues": ["Init", "StorePut(0)", "TryPutLost(0)", "Acquire(0)", "Ack(0)", "PutRetry(0)"],
+    "ack-retry-commits-again": ["Init", "StorePut(0)", "TryPut(0)", "Acquire(0)", "AckLost(0)", "ScrubIntent(s0)", "Ack(0)"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(D9_TRACES))
+def test_the_explorer_kills_each_deployment_mutant_on_its_shortest_trace(name):
+    mutant = BY_NAME[name]
+    result = M.run_python_kill(mutant, max_seconds=60)
+    assert result.verdict == "violation" and mutant.python.expected in result.violated
+    assert result.trace == D9_TRACES[name]
+    assert _unpatched_verdict(json.dumps(mutant.python.world, sort_keys=True)) == "ok"  # the same world, unpatched
+
+
+@functools.lru_cache(maxsize=None)
+def _unpatched_verdict(world: str) -> str:
+    return explore(make_world(**json.loads(world))).verdict
 
 
 def test_the_former_python_gap_is_killed_now_that_the_explorer_names_the_holders_lease():

@@ -3,7 +3,8 @@
 ``replay(script)`` runs the model's actions from the initial state, one per
 int of ``script`` (an int picks the action and its argument from a fixed
 menu over two samples), on a small configuration with every feature on
-(watermarks, ``max_deliveries``, a dedup window), and returns the names of
+(watermarks, ``max_deliveries``, a dedup window; the in-process ack, with
+lossy restarts and the operator's recovery, D9), and returns the names of
 the invariants (state and transition, ``refqueue.model.invariants``) that
 any step broke.  ``invariants_hold`` states as a contract that the list is
 empty for every script of up to 8 steps; CrossHair (``scripts/crosshair.sh``)
@@ -30,11 +31,11 @@ CONFIG: Config = make_config(
 SAMPLES = ("a", "b")
 NBYTES = {"a": 1, "b": 2}
 MENU = ("store_put", "put", "put_step", "acquire", "ack", "fail", "dead_letter", "extend", "reclaim_expired",
-        "tick", "close")
+        "tick", "close", "restart_lossy", "recover")
 # The TLA+ action names the transition invariants know the steps by.
 SPEC_NAME = {"store_put": "StorePut", "put": "Put", "put_step": "TryPut", "acquire": "Acquire", "ack": "Ack",
              "fail": "Fail", "dead_letter": "DeadLetter", "extend": "Extend", "reclaim_expired": "ReclaimExpired",
-             "tick": "Tick", "close": "Close"}
+             "tick": "Tick", "close": "Close", "restart_lossy": "RestartLossy", "recover": "Recover"}
 
 
 def _step(cfg: Config, state: State, leases: list, name: str, pick: int) -> tuple[State, object, object]:
@@ -75,6 +76,12 @@ def _step(cfg: Config, state: State, leases: list, name: str, pick: int) -> tupl
     if name == "tick":
         out = actions.tick(cfg, state, 1.5)
         return out.state, None, out.value
+    if name == "restart_lossy":  # a lossy restart of an open queue (D9)
+        out = actions.restart_lossy(cfg, state) if not state.closed else actions.Outcome(state, None, None)
+        return out.state, None, out.value
+    if name == "recover":
+        out = actions.recover(cfg, state, sample_id)
+        return out.state, sample_id, out.value
     out = actions.close(cfg, state)
     return out.state, None, out.value
 

@@ -50,6 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--retain-copies", action="store_true",
         help="consumers keep a copy of each lease they gave back and ack or fail it later (D1)",
     )
+    d = parser.add_argument_group("the deployment over two systems (D9)")
+    d.add_argument("--two-step-ack", action="store_true",
+                   help="acks and dead-letters commit with a scrub intent; anyone scrubs it later (ScrubIntent)")
+    d.add_argument("--lost-replies", action="store_true",
+                   help="acquire, ack, fail and put steps may take effect with their reply lost, then be retried")
+    d.add_argument("--max-restarts", type=_count("--max-restarts", 0, 3), default=0,
+                   help="lossy restarts of the queue server (a new epoch), each recovered by an operator (default 0)")
     b.add_argument(
         "--max-deliveries", type=int, default=2, help="deliveries before dead-lettering; 0 for no limit (default 2)"
     )
@@ -140,6 +147,9 @@ def _world(args: argparse.Namespace, anchor: bool) -> World:
         low=args.low,
         capacity=args.capacity,
         anchor_consumer=anchor,
+        two_step_ack=args.two_step_ack,
+        lost_replies=args.lost_replies,
+        max_restarts=args.max_restarts,
     )
 
 
@@ -156,7 +166,7 @@ def render_node(node: Node) -> str:
         if not r.resident and r.status not in ("acked", "dead", "dropped"):
             bits += " NOT-RESIDENT"
         if r.resident and r.status in ("acked", "dead", "dropped"):
-            bits += " RESIDENT"
+            bits += " intent" if sid in s.intents else " RESIDENT"
         samples.append(bits)
     consumers = []
     for c, me in enumerate(node.consumers):
@@ -168,6 +178,8 @@ def render_node(node: Node) -> str:
             held = "+data" if me.holding else ""
             consumers.append(f"c{c}:{me.lease.sample_id}#{me.lease.redelivery_count}{held}")
     flags = ",".join(f for f, on in (("closed", s.closed), ("paused", s.paused)) if on) or "open"
+    if s.epoch:
+        flags += f" epoch={s.epoch}"
     producers = [f"p{p}:{sid or 'idle'}" + ("(parked)" if any(x[0] == sid for x in s.parked) else "")
                  for p, sid in enumerate(node.producers)]
     return (
@@ -204,6 +216,9 @@ def _summary(name: str, world: World, result: ExploreResult) -> dict[str, Any]:
             "high": world.cfg.high,
             "low": world.cfg.low,
             "capacity": world.cfg.capacity_bytes,
+            "two_step_ack": world.cfg.two_step_ack,
+            "lost_replies": world.lost_replies,
+            "max_restarts": world.max_restarts,
         },
         "violations": {k: [s.label() for s in v] for k, v in result.violations.items()},
         "goals": {k: [s.label() for s in v] for k, v in result.goals.items()},
