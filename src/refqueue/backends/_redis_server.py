@@ -6,8 +6,8 @@ blocking commands, and so short poll intervals, are precise to ~10 ms).  ``start
 says "Ready to accept connections" on its log (read from its stdout, with a
 bounded wait), not after a guessed delay; a port taken between choosing it
 and binding it is retried with another.  ``persistent=True`` turns on the
-append-only file with ``appendfsync always`` in ``directory`` (for tests
-that kill and restart the server); otherwise nothing is written to disk, unless
+append-only file in ``directory`` with ``appendfsync`` (``"always"``, the
+default, or ``"everysec"``), for tests that kill and restart the server; otherwise nothing is written to disk, unless
 ``restart(durable=True)`` asks the server to save what it holds on its way
 down (``SHUTDOWN SAVE`` to ``directory``, loaded again at start).
 ``restart(durable=False)`` kills it and starts it empty: a server that
@@ -47,9 +47,15 @@ def _free_port() -> int:
 class RedisServer:
     """One ``redis-server`` process on ``127.0.0.1:port``."""
 
-    def __init__(self, *, persistent: bool = False, directory: str | None = None, port: int | None = None) -> None:
+    def __init__(
+        self, *, persistent: bool = False, directory: str | None = None, port: int | None = None,
+        appendfsync: str = "always",
+    ) -> None:
         if persistent and directory is None:
             raise ValueError("RedisServer(persistent=True) needs directory=, the folder for the append-only file")
+        if appendfsync not in ("always", "everysec"):
+            raise ValueError(f"RedisServer(appendfsync={appendfsync!r}) must be 'always' or 'everysec'")
+        self.appendfsync = appendfsync
         self._own_directory = directory is None
         if directory is None:
             import tempfile
@@ -77,7 +83,7 @@ class RedisServer:
                    "--hz", "100"]
         command += ["--dir", str(self.directory), "--dbfilename", "dump.rdb"]
         if self.persistent:
-            command += ["--appendonly", "yes", "--appendfsync", "always"]
+            command += ["--appendonly", "yes", "--appendfsync", self.appendfsync]
         else:
             command += ["--appendonly", "no"]
         return command

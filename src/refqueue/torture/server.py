@@ -30,16 +30,13 @@ class ThrowawayServer(RedisServer):
     """A ``RedisServer`` with the run's persistence; the nemesis's handle on it."""
 
     def __init__(self, persistence: str, directory: str) -> None:
-        super().__init__(persistent=persistence != "none", directory=directory)
+        super().__init__(
+            persistent=persistence != "none", directory=directory,
+            appendfsync="everysec" if persistence == "everysec" else "always",
+        )
         self.persistence = persistence
         self.host = "127.0.0.1"
         self.paused = False
-
-    def _command(self, port: int) -> list[str]:
-        command = super()._command(port)
-        if self.persistence == "everysec":
-            command[command.index("--appendfsync") + 1] = "everysec"
-        return command
 
     def start(self, timeout: float = 20.0) -> ThrowawayServer:
         super().start(timeout)
@@ -48,7 +45,7 @@ class ThrowawayServer(RedisServer):
             self.stop()
             raise RuntimeError(
                 f"the throwaway redis-server runs with persistence {found!r}, not the {self.persistence!r} asked "
-                f"for; refqueue.torture.server.ThrowawayServer._command no longer matches RedisServer's"
+                f"for; refqueue.backends._redis_server.RedisServer's command line no longer sets it"
             )
         return self
 

@@ -53,26 +53,13 @@ _BACKOFF_FIRST, _BACKOFF_CAP = 0.05, 1.0  # seconds; doubled per retry, jittered
 
 def open_queue(spec: dict[str, Any], store: Any) -> Any:
     """A client of the run's queue on ``spec["url"]`` with the run's socket timeout."""
-    import inspect
-
     from refqueue.backends.redis import RedisSampleRefQueue
     from refqueue.queue import VisibilityTimeout
 
-    kwargs = dict(name=spec["name"], max_deliveries=spec["max_deliveries"], dedup_window=spec["dedup_window"])
-    timeout = VisibilityTimeout(spec["visibility_timeout"])
-    if "socket_timeout" in inspect.signature(RedisSampleRefQueue).parameters:
-        return RedisSampleRefQueue(store, timeout, url=spec["url"], socket_timeout=spec["socket_timeout"], **kwargs)
-    # Before the backend takes socket_timeout=: a client of the backend's own
-    # options (no automatic retry) but the run's socket timeout.
-    import redis
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    client = redis.Redis.from_url(
-        spec["url"], decode_responses=True, socket_timeout=spec["socket_timeout"],
-        socket_connect_timeout=spec["socket_timeout"], retry=Retry(NoBackoff(), 0),
+    return RedisSampleRefQueue(
+        store, VisibilityTimeout(spec["visibility_timeout"]), url=spec["url"], name=spec["name"],
+        max_deliveries=spec["max_deliveries"], dedup_window=spec["dedup_window"], socket_timeout=spec["socket_timeout"],
     )
-    return RedisSampleRefQueue(store, timeout, client=client, **kwargs)
 
 
 def lease_args(lease: Any) -> dict[str, Any]:
@@ -153,7 +140,7 @@ class _Worker:
         self.rng = random.Random(f"{spec['seed']}/{name}")
         from refqueue import errors
 
-        self.state_lost = getattr(errors, "QueueStateLost", None)
+        self.state_lost = errors.QueueStateLost
         store = _store_class()(spec["root"], high_watermark_bytes=spec["high_bytes"],
                                low_watermark_bytes=spec["low_bytes"], fsync=False)
         store.recorder, store.orders = self.rec, self.orders
@@ -172,7 +159,7 @@ class _Worker:
         return isinstance(exc, RedisUnavailable)
 
     def lost(self, exc: BaseException) -> bool:
-        return self.state_lost is not None and isinstance(exc, self.state_lost)
+        return isinstance(exc, self.state_lost)
 
     def careful(self, call: str, args: dict[str, Any], fn: Callable[[], Any],
                 encode: Callable[[Any], Any] = lambda value: value) -> Any:
@@ -343,17 +330,9 @@ class _ReclaimerWatch:
 
 
 def _reclaimer_state(q: Any) -> tuple[bool, str | None]:
-    """(running, what stopped it) of ``q``'s reclaimer: ``reclaimer_status()``
-    where the backend has it; before that, its ``_reclaimer`` (the only way
-    to see a dead one on those backends)."""
-    status = getattr(q, "reclaimer_status", None)
-    if callable(status):
-        answer = status()
-        return bool(answer.get("running")), answer.get("stopped_by")
-    reclaimer = getattr(q, "_reclaimer", None)
-    if reclaimer is None:
-        return False, None
-    return reclaimer.running, None if reclaimer.error is None else repr(reclaimer.error)
+    """(running, what stopped it) of ``q``'s reclaimer."""
+    status = q.reclaimer_status()
+    return bool(status.get("running")), status.get("stopped_by")
 
 
 def _stop_reclaimer(w: _Worker) -> None:
