@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 import time
 from collections import deque
@@ -371,40 +372,72 @@ def check_event_log(call: str, events: object) -> EventLog | None:
     )
 
 
-def read_jsonl(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+def read_jsonl(paths: Iterable[str | os.PathLike[str]], *, check: bool = False) -> list[dict[str, Any]]:
     """Every record of the JSON-lines files ``paths`` (unsorted).  Raises
-    ``ValueError`` naming the file and line of a line that is not a JSON
-    object.  Each file is parsed as one JSON array of its lines (a single C
-    parse); only a file that does not parse that way, one object per line,
-    is read again line by line to find the bad line."""
+    ``ValueError`` naming the file (and the line) of a file that is not a
+    regular file (a FIFO would block the read for ever), is not UTF-8, or
+    has a line that is not one JSON object (JSON nested too deeply
+    included); with ``check``, also of a record that is not one
+    ``refqueue.events`` writes (``refqueue.event_records.problem``: a field
+    of the wrong type, a missing one).  Each file is parsed as one JSON
+    array of its lines (a single C parse); only a file that does not parse
+    that way is read again line by line to find the bad line."""
+    from refqueue.event_records import problem
+
     records: list[dict[str, Any]] = []
     for path in paths:
-        with open(path, encoding="utf-8") as f:
-            lines = [line for line in f.read().splitlines() if line and not line.isspace()]
+        text = _read_text(path)
+        numbered = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line and not line.isspace()]
+        lines = [line for _, line in numbered]
         try:
             parsed = json.loads("[" + ",".join(lines) + "]")
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
         if parsed is None or len(parsed) != len(lines) or any(type(r) is not dict for r in parsed):
-            _find_bad_line(path)
+            _find_bad_line(path, numbered)
             raise ValueError(f"{path}: not one JSON object a line; pass an event log written by JsonlSink")
+        if check:
+            for (number, _), record in zip(numbered, parsed):
+                why = problem(record)
+                if why is not None:
+                    raise ValueError(f"{path}:{number}: record {why}; pass an event log written by refqueue.events")
         records.extend(parsed)
     return records
 
 
-def _find_bad_line(path: str | os.PathLike[str]) -> None:
+def _read_text(path: str | os.PathLike[str]) -> str:
+    """The UTF-8 text of the regular file ``path`` (opened without blocking: a
+    FIFO or a device is refused, not read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path}: not a regular file (a FIFO, a folder or a device); pass the JSONL files a "
+                             f"JsonlSink wrote")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read()
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text ({exc.reason} at byte {exc.start}); pass an event log "
+                         f"written by JsonlSink") from None
+
+
+def _find_bad_line(path: str | os.PathLike[str], numbered: list[tuple[int, str]]) -> None:
     """Raise ``ValueError`` naming the first line of ``path`` that is not one JSON object."""
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise ValueError(f"{path}:{number}: not a JSON line ({exc}); pass an event log "
-                                 f"written by JsonlSink") from None
-            if type(record) is not dict:
-                raise ValueError(f"{path}:{number}: a JSON {type(record).__name__}, not an event object")
+    for number, line in numbered:
+        try:
+            record = json.loads(line)
+        except RecursionError:
+            raise ValueError(f"{path}:{number}: JSON nested too deeply to read; pass an event log "
+                             f"written by JsonlSink") from None
+        except ValueError as exc:
+            raise ValueError(f"{path}:{number}: not a JSON line ({exc}); pass an event log "
+                             f"written by JsonlSink") from None
+        if type(record) is not dict:
+            raise ValueError(f"{path}:{number}: a JSON {type(record).__name__}, not an event object")
 
 
 class RecordedBackend:

@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from refqueue.event_records import printable
     from refqueue.events import read_jsonl
 
     if args.bins < 1:
@@ -40,19 +41,23 @@ def run(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.html)
     if not out.parent.is_dir():
-        print(f"refqueue report: folder {str(out.parent)!r} does not exist; create it or pass another --html",
-              file=sys.stderr)
+        print(printable(f"refqueue report: folder {str(out.parent)!r} does not exist; create it or pass another "
+                        f"--html"), file=sys.stderr)
+        return 2
+    if out.is_symlink() or (out.exists() and not out.is_file()):
+        print(printable(f"refqueue report: --html {str(out)!r} exists and is not a regular file (a FIFO, a folder, "
+                        f"a symlink); pass a new file"), file=sys.stderr)
         return 2
     try:
-        records = read_jsonl(args.logs)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        print(f"refqueue report: {exc}", file=sys.stderr)
+        records = read_jsonl(args.logs, check=True)
+    except (OSError, ValueError) as exc:
+        print(printable(f"refqueue report: {exc}"), file=sys.stderr)
         return 2
     try:
         page = render_html(records, bins=args.bins, title=", ".join(Path(p).name for p in args.logs),
                            queue=args.queue)
     except ValueError as exc:
-        print(f"refqueue report: {exc}", file=sys.stderr)
+        print(printable(f"refqueue report: {exc}"), file=sys.stderr)
         return 2
     out.write_text(page, encoding="utf-8")
     print(f"refqueue report: wrote {out} ({len(records)} records)")

@@ -7,6 +7,12 @@ redraws the screen: counters, rates over the last interval, pending and
 outstanding, residency against the watermarks, paused state and the
 bottleneck side.  A rotated file (it shrank or was replaced) is reopened from
 its start.  ``--iterations N`` stops after N redraws (0: until Ctrl-C).
+
+A live view never dies of its input: a line that is not UTF-8, not one JSON
+object, nested too deeply, or not a record ``refqueue.events`` writes
+(``refqueue.event_records.problem``), and a record the metrics cannot fold,
+is skipped and counted on the screen ("N malformed lines skipped").  A
+line longer than ``MAX_LINE`` bytes without its end is dropped as one.
 """
 
 from __future__ import annotations
@@ -14,13 +20,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
+
+from refqueue.event_records import printable
 
 __all__ = ["add_arguments", "run", "render"]
 
 CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear screen
+# The longest line kept waiting for its end (bytes); a longer one is skipped.
+MAX_LINE = 1 << 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,39 +42,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class _Follower:
-    """Reads the lines appended to a file since the last call."""
+    """Reads the JSON objects of the lines appended to a file since the last
+    call; ``skipped`` counts the lines that were not one (never raises)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._file: TextIO | None = None
+        self._file: BinaryIO | None = None
         self._inode: int | None = None
-        self._partial = ""
+        self._partial = b""
+        self.skipped = 0
 
     def read(self) -> list[dict[str, Any]]:
         try:
-            stat = os.stat(self.path)
+            info = os.stat(self.path)
         except FileNotFoundError:
             return []
-        if self._file is None or stat.st_ino != self._inode or stat.st_size < self._file.tell():
+        if not stat.S_ISREG(info.st_mode):
+            return []  # a FIFO or a device: never opened (it could block)
+        if self._file is None or info.st_ino != self._inode or info.st_size < self._file.tell():
             if self._file is not None:
                 self._file.close()
-            self._file = open(self.path, encoding="utf-8")
-            self._inode = stat.st_ino
-            self._partial = ""
-        text = self._partial + self._file.read()
-        lines = text.split("\n")
+            self._file = open(self.path, "rb")
+            self._inode = info.st_ino
+            self._partial = b""
+        data = self._partial + self._file.read()
+        lines = data.split(b"\n")
         self._partial = lines.pop()  # an unfinished last line waits for the next read
+        if len(self._partial) > MAX_LINE:
+            self._partial = b""
+            self.skipped += 1
         records = []
         for line in lines:
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except ValueError:
-                    continue  # a torn line of a rotated file: skipped
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line.decode("utf-8"))
+            except (ValueError, RecursionError):  # not UTF-8, not JSON, too deep; a torn line of a rotated file
+                self.skipped += 1
+                continue
+            if type(record) is not dict:
+                self.skipped += 1
+                continue
+            records.append(record)
         return records
 
 
-def render(snapshot: dict[str, Any], previous: dict[str, Any] | None, interval: float, log: str) -> str:
+def render(snapshot: dict[str, Any], previous: dict[str, Any] | None, interval: float, log: str,
+           skipped: int = 0) -> str:
     def rate(key: str) -> str:
         if previous is None or interval <= 0:
             return "     -"
@@ -90,10 +115,13 @@ def render(snapshot: dict[str, Any], previous: dict[str, Any] | None, interval: 
         f"paused {snapshot['paused_seconds']:.3f} s; producers blocked {snapshot['producer_blocked_seconds']:.3f} s, "
         f"consumers idle {snapshot['consumer_empty_wait_seconds']:.3f} s -> bottleneck: {snapshot['bottleneck']}",
     ]
-    return "\n".join(lines) + "\n"
+    if skipped:
+        lines.append(f"{skipped:,} malformed lines skipped")
+    return printable("\n".join(lines)) + "\n"
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from refqueue.event_records import problem
     from refqueue.metrics import Metrics
 
     out = out or sys.stdout
@@ -110,17 +138,24 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     metrics = Metrics()
     previous = None
     shown = 0
+    skipped = 0
     try:
         while True:
             for record in follower.read():
-                metrics.write(record)
+                if problem(record) is not None:
+                    skipped += 1
+                    continue
+                try:
+                    metrics.write(record)
+                except (KeyError, TypeError, ValueError, ArithmeticError):
+                    skipped += 1  # a record the metrics cannot fold
             try:
                 snapshot = metrics.snapshot()
             except ValueError:
-                view = f"refqueue top  {args.log}: waiting for a queue's open record\n"
+                view = printable(f"refqueue top  {args.log}: waiting for a queue's open record") + "\n"
                 snapshot = None
             else:
-                view = render(snapshot, previous, args.interval, args.log)
+                view = render(snapshot, previous, args.interval, args.log, skipped + follower.skipped)
             out.write(view if args.no_clear else CLEAR + view)
             out.flush()
             previous = snapshot

@@ -55,6 +55,9 @@ def test_report_refuses_bad_input(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"ev": "put"}\n')
     proc = run_report(str(bad), "--html", str(tmp_path / "out.html"))
+    assert proc.returncode == 2 and "bad.jsonl:1: record seq=None ev='put' has no 'seq' field" in proc.stderr
+    bad.write_text('{"ev": "put", "q": 1, "seq": 1, "pid": 1, "t": 0.0, "sample": "s"}\n')
+    proc = run_report(str(bad), "--html", str(tmp_path / "out.html"))
     assert proc.returncode == 2 and "no queue open record" in proc.stderr
     proc = run_report(str(bad), "--html", str(tmp_path / "missing" / "out.html"))
     assert proc.returncode == 2 and "does not exist" in proc.stderr

@@ -16,9 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from refqueue.event_records import printable
 from refqueue.trace_check.replay import BadTrace, QueueReplay, describe_state
 
-__all__ = ["Violation", "TraceResult", "check_records", "order_records", "TraceChecker"]
+__all__ = ["Violation", "TraceResult", "check_records", "order_records", "TraceChecker", "printable"]
 
 
 @dataclass
@@ -43,12 +44,20 @@ class Violation:
         for w in self.window:
             mark = ">>" if w is r else "  "
             lines.append(f"  {mark} {_short(w)}")
-        return "\n".join(lines)
+        return printable("\n".join(lines))
 
 
 def _short(record: dict[str, Any]) -> str:
     skip = {"pid", "tid"}
-    return " ".join(f"{k}={v!r}" for k, v in record.items() if k not in skip)
+    return " ".join(f"{k}={_repr(v)}" for k, v in record.items() if k not in skip)
+
+
+def _repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"<a {type(value).__name__} nested too deeply>"
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 @dataclass

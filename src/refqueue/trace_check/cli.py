@@ -33,24 +33,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from refqueue.events import read_jsonl
-    from refqueue.trace_check.check import check_records
+    from refqueue.trace_check.check import check_records, printable
     from refqueue.trace_check.replay import BadTrace
 
     if args.window < 0:
         print(f"refqueue trace-check: --window must be >= 0, got {args.window}", file=sys.stderr)
         return 2
     for path in args.logs:
-        if not Path(path).is_file():
-            print(f"refqueue trace-check: {path}: no such file; pass the JSONL files a JsonlSink wrote",
+        if not Path(path).exists():
+            print(printable(f"refqueue trace-check: {path}: no such file; pass the JSONL files a JsonlSink wrote"),
                   file=sys.stderr)
             return 2
     started = time.perf_counter()
     try:
-        records = read_jsonl(args.logs)
+        records = read_jsonl(args.logs, check=True)
         read_s = time.perf_counter() - started
         result = check_records(records, window=args.window)
-    except (BadTrace, ValueError, OSError, UnicodeDecodeError) as exc:
-        print(f"refqueue trace-check: {exc}", file=sys.stderr)
+    except (BadTrace, ValueError, OSError) as exc:
+        print(printable(f"refqueue trace-check: {exc}"), file=sys.stderr)
         return 2
     total_s = time.perf_counter() - started
     counts = result.counts()
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             tla = run_tlc_on_trace(records, max_events=args.tla_max_events)
         except ValueError as exc:
-            print(f"refqueue trace-check --tla: {exc}", file=sys.stderr)
+            print(printable(f"refqueue trace-check --tla: {exc}"), file=sys.stderr)
             return 2
         counts["tla"] = {"ok": tla.ok, "seconds": round(tla.seconds, 2), "states": tla.states,
                          "summary": tla.summary}

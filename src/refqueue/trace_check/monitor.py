@@ -19,7 +19,7 @@ import logging
 import threading
 from typing import Any
 
-from refqueue.trace_check.check import TraceChecker
+from refqueue.trace_check.check import TraceChecker, printable
 
 __all__ = ["Monitor", "TraceViolation"]
 
@@ -74,8 +74,8 @@ class Monitor:
             problem = self._checker.feed(record)
             if problem is None:
                 return
-            message = (f"seq {record.get('seq')} {record.get('ev')} {record.get('sample', '')}: {problem}\n"
-                       f"model state before it:\n{self._state_before(record)}")
+            message = printable(f"seq {record.get('seq')} {record.get('ev')} {record.get('sample', '')}: {problem}\n"
+                                f"model state before it:\n{self._state_before(record)}")
             self.violation = message
             logger.error("trace violation: %s", message)
             if self.on_violation == "raise":
