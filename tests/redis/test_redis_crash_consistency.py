@@ -130,6 +130,8 @@ def test_an_ack_whose_reply_was_lost_leaves_data_that_collect_intents_removes(re
     proxy = DroppingProxy(redis_server.port)
     try:
         q = queue(proxy.url, queue_name, store=store)
+        q.put(_put(store, "w"))
+        assert q.ack(q.acquire_nowait()) is True  # the server knows the script: the next reply is its answer
         q.put(_put(store, "a"))
         lease = q.acquire_nowait()
         proxy.drop_next("reply")

@@ -72,9 +72,22 @@ deletes the queue) and every call of every client answers the error
 client more than 1,024 versions behind is not compared by tip (only by
 version): a loss it alone could reveal goes unnoticed.
 
-Every script checks before it writes: after ``guard()``, the reads that
-decide come first, so a script that answers an error has changed nothing
-(but the ``lost`` mark).
+Every script checks before it writes, so a script that answers an error
+has changed nothing (but the ``lost`` mark).  ``guard()`` checks ``meta``'s
+counters (``version``, ``seq``, ``room``, ``dropped``: decimal counts of at
+most 18 digits, so no increment overflows) and flags (``closed``,
+``paused``: "0" or "1"); then each script reads what decides, and checks
+what it will write, before its first write: every key it writes holds its
+kind of value (``expect``, or a typed read of that key), every count it
+increments is a count (``count``), every sample it moves has its records
+(a pending id its ref, a leased one its deadline).  ``bump()``, the first
+write of a changing script, writes ``tips`` first (the one key it does not
+read).  A value refqueue never writes (planted by another program, or a
+bug) therefore stops the script before its first write with the error
+``REFQUEUE_CORRUPT <which key holds what>``, which the client raises as
+``QueueStateCorrupt``.  Values that only the client can judge (a ref's
+JSON, a dead letter) are checked there, and a change whose answer the
+client cannot use is put back (``unacquire``, ``undo``).
 
 Time: ``now`` and the new deadline arrive as decimal strings (the client's
 injected clock, computed in Python so the lease's deadline is exactly
@@ -85,7 +98,7 @@ when a clock is injected.
 
 from __future__ import annotations
 
-__all__ = ["KEYS", "LOST", "PRELUDE", "READS", "SCRIPTS", "source"]
+__all__ = ["CORRUPT", "KEYS", "LOST", "PRELUDE", "READS", "SCRIPTS", "source"]
 
 # Every key of a queue but the producers' ``room:<token>`` lists (which expire
 # by themselves within a minute), after the prefix.
@@ -104,6 +117,53 @@ local MAXD = tonumber(ARGV[1])
 local DEDUP = tonumber(ARGV[2])
 local DEADLIMIT = tonumber(ARGV[3])
 local A = {unpack(ARGV, 7)}
+
+-- The kind of value each key of the queue holds (the producers' room:<token>
+-- lists aside, which notify_room pushes to only where they are lists).
+local KIND = {[META] = 'hash', [TIPS] = 'hash', [PENDING] = 'list', [REFS] = 'hash', [LEASE] = 'hash',
+  [DELIV] = 'hash', [REDELIV] = 'hash', [DEADLINES] = 'zset', [DEAD] = 'list', [DONE] = 'list',
+  [DONESET] = 'set', [WAKE] = 'list', [PRODUCERS] = 'zset', [ACKED] = 'list', [PARKED] = 'hash',
+  [INTENTS] = 'hash', [INTENTDUE] = 'zset', [DONEREFS] = 'hash', [DONEORDER] = 'zset'}
+
+local function shown(value)
+  local text = tostring(value)
+  if #text > 80 then text = string.sub(text, 1, 80) .. '...' end
+  return string.format('%q', text)
+end
+
+-- The queue's state holds a value refqueue never writes: stop (before any write).
+local function corrupt(why)
+  error({err = 'REFQUEUE_CORRUPT ' .. why})
+end
+
+-- Each key holds its kind of value, or nothing.
+local function expect(...)
+  for _, key in ipairs({...}) do
+    local kind = redis.call('TYPE', key)['ok']
+    if kind ~= 'none' and kind ~= KIND[key] then
+      corrupt('key ' .. key .. ' is a ' .. kind .. ', not a ' .. KIND[key])
+    end
+  end
+end
+
+-- A count: a decimal of at most 18 digits (no increment overflows); nothing is 0.
+local function count(value, where)
+  if not value then return 0 end
+  if not string.match(value, '^%d+$') or #value > 18 then
+    corrupt(where .. ' holds ' .. shown(value) .. ', not a count')
+  end
+  return tonumber(value)
+end
+
+local function flag(value, where)
+  if value and value ~= '0' and value ~= '1' then
+    corrupt(where .. ' holds ' .. shown(value) .. ', not "0" or "1"')
+  end
+  return value == '1'
+end
+
+-- meta's fields as guard() read and checked them
+local M = {}
 
 local function server_ms()
   local t = redis.call('TIME')
@@ -129,7 +189,7 @@ end
 -- The queue's state is what the client saw, or newer (see "State loss"):
 -- nil, or why not.  Marks the queue lost when a client saw more than it holds.
 local function guard()
-  local m = redis.call('HMGET', META, 'epoch', 'lost', 'version', 'tip')
+  local m = redis.call('HMGET', META, 'epoch', 'lost', 'version', 'tip', 'seq', 'room', 'dropped', 'closed', 'paused')
   if not m[1] then
     return 'the queue has no state on the server (it restarted without persistence, was flushed, or its keys were deleted)'
   end
@@ -137,9 +197,16 @@ local function guard()
     return 'the queue on the server has epoch ' .. m[1] .. ', not ' .. ARGV[4] .. ' (its state was lost and it was created again)'
   end
   if m[2] then return m[2] end
+  M.version = count(m[3], 'key ' .. META .. ' field version')
+  M.tip = m[4] or ''
+  count(m[5], 'key ' .. META .. ' field seq')
+  count(m[6], 'key ' .. META .. ' field room')
+  count(m[7], 'key ' .. META .. ' field dropped')
+  M.closed = flag(m[8], 'key ' .. META .. ' field closed')
+  M.paused = flag(m[9], 'key ' .. META .. ' field paused')
   local seen = tonumber(ARGV[5])
   if seen > 0 then
-    local version = tonumber(m[3])
+    local version = M.version
     local why = nil
     if version < seen then
       why = 'the server holds version ' .. version .. ' of the queue, but a client saw version ' .. seen .. ' (writes were lost)'
@@ -154,16 +221,26 @@ local function guard()
   return nil
 end
 
--- This script changes the queue: move the version and tip on (once per script).
+-- This script changes the queue: move the version and tip on (once per script,
+-- before its first other write).  The tip goes to TIPS first: the one key bump
+-- writes without reading it, so a TIPS of the wrong kind fails before any write.
 local BUMPED = false
 local function bump()
   if BUMPED then return end
   BUMPED = true
   local t = redis.call('TIME')
-  local version = redis.call('HINCRBY', META, 'version', 1)
-  local tip = redis.sha1hex((redis.call('HGET', META, 'tip') or '') .. ':' .. t[1] .. '.' .. t[2] .. ':' .. version)
-  redis.call('HSET', META, 'tip', tip)
+  local version = (M.version or count(redis.call('HGET', META, 'version'), 'key ' .. META .. ' field version')) + 1
+  local text = string.format('%d', version)
+  local tip = redis.sha1hex((M.tip or redis.call('HGET', META, 'tip') or '') .. ':' .. t[1] .. '.' .. t[2] .. ':' .. text)
   redis.call('HSET', TIPS, tostring(version % 1024), tip)
+  redis.call('HSET', META, 'version', text, 'tip', tip)
+  M.version, M.tip = version, tip
+end
+
+-- meta's closed flag: as guard() read it (close() keeps it current), else read now
+local function is_closed()
+  if M.closed == nil then return redis.call('HGET', META, 'closed') == '1' end
+  return M.closed
 end
 
 local function wake_one()
@@ -177,7 +254,7 @@ local function has_work()
 end
 
 local function drained()
-  return redis.call('HGET', META, 'closed') == '1' and not has_work()
+  return is_closed() and not has_work()
 end
 
 local function wake_if_drained()
@@ -197,27 +274,35 @@ local function expire_producers()
   redis.call('ZREMRANGEBYSCORE', PRODUCERS, '-inf', now)
 end
 
--- the bytes parked by the registered producers other than `except` (D8)
+-- the bytes parked by the registered producers other than `except` (D8); every
+-- entry is checked before the expired ones are forgotten
 local function parked_total(except)
-  expire_producers()
+  local gone = {}
+  for _, token in ipairs(redis.call('ZRANGEBYSCORE', PRODUCERS, '-inf', server_ms())) do gone[token] = true end
   local total = 0
   local entries = redis.call('HGETALL', PARKED)
   for i = 1, #entries, 2 do
-    if entries[i] ~= except then total = total + tonumber(entries[i + 1]) end
+    local nbytes = count(entries[i + 1], 'key ' .. PARKED .. ' field ' .. shown(entries[i]))
+    if entries[i] ~= except and not gone[entries[i]] then total = total + nbytes end
   end
+  expire_producers()
   return total
 end
 
--- wake every producer waiting in put_blocks_until_below except `except`
+-- wake every producer waiting in put_blocks_until_below except `except` (its
+-- room:<token> list; one that is not a list is left alone: its producer's own
+-- wait on it fails and says so)
 local function notify_room(except)
   redis.call('HINCRBY', META, 'room', 1)
   expire_producers()
   for _, token in ipairs(redis.call('ZRANGE', PRODUCERS, 0, -1)) do
     if token ~= except then
       local key = P .. 'room:' .. token
-      redis.call('LPUSH', key, '1')
-      redis.call('LTRIM', key, 0, 0)
-      redis.call('PEXPIRE', key, 60000)
+      local pushed = redis.pcall('LPUSH', key, '1')
+      if type(pushed) == 'number' then
+        redis.call('LTRIM', key, 0, 0)
+        redis.call('PEXPIRE', key, 60000)
+      end
     end
   end
 end
@@ -232,7 +317,7 @@ end
 
 -- the put rejections, in the model's order
 local function put_rejection(id)
-  if redis.call('HGET', META, 'closed') == '1' then return 'closed' end
+  if is_closed() then return 'closed' end
   local ref = redis.call('HGET', REFS, id)
   if ref then
     if redis.call('HEXISTS', LEASE, id) == 1 then return 'leased' end
@@ -242,28 +327,46 @@ local function put_rejection(id)
   return nil
 end
 
+-- (put_rejection has read REFS, LEASE and DONESET; the lengths read here check
+-- PENDING and WAKE before the first write)
 local function enqueue(id, ref)
+  local waking = redis.call('LLEN', WAKE) < redis.call('LLEN', PENDING) + 1
+  expect(DELIV, REDELIV)
   bump()
   redis.call('HSET', REFS, id, ref)
   redis.call('HSET', DELIV, id, 0)
   redis.call('HSET', REDELIV, id, 0)
   redis.call('RPUSH', PENDING, id)
-  wake_one()
+  if waking then redis.call('RPUSH', WAKE, '1') end
+end
+
+-- What a completion of the leased sample id reads, and the checks of what it
+-- will write, before any write (see finish).
+local function finish_check(id, reason)
+  local r = {ref = redis.call('HGET', REFS, id), lease = redis.call('HGET', LEASE, id),
+             deadline = redis.call('ZSCORE', DEADLINES, id), deliv = redis.call('HGET', DELIV, id),
+             redeliv = redis.call('HGET', REDELIV, id), prevdone = redis.call('HGET', DONEREFS, id) or ''}
+  if not r.ref then corrupt('sample ' .. shown(id) .. ' is leased but key ' .. REFS .. ' holds no ref for it') end
+  if not r.deadline then corrupt('sample ' .. shown(id) .. ' is leased but key ' .. DEADLINES .. ' holds no deadline for it') end
+  count(r.deliv, 'key ' .. DELIV .. ' field ' .. shown(id))
+  count(r.redeliv, 'key ' .. REDELIV .. ' field ' .. shown(id))
+  expect(reason and DEAD or ACKED, INTENTS, INTENTDUE, DONEORDER)
+  if DEDUP > 0 then expect(DONE, DONESET) end
+  if M.closed then expect(PENDING, WAKE) end
+  return r
 end
 
 -- An ack (reason false) or a dead letter of the leased sample id, committed,
--- with its scrub intent, due at `due` (a decimal string of the queue's clock).
--- Returns {its ref, the undo record (JSON)}: the record holds everything
--- needed to put the queue back as it was if the store's scrub, which runs
--- after this script, raises.
-local function finish(id, reason, due)
+-- with its scrub intent, due at `due` (a decimal string of the queue's clock);
+-- `r` is what finish_check read.  Returns {its ref, the undo record (JSON)}:
+-- the record holds everything needed to put the queue back as it was if the
+-- store's scrub, which runs after this script, raises.
+local function finish_commit(id, reason, due, r)
   bump()
-  local ref = redis.call('HGET', REFS, id)
-  local undo = {id = id, lease = redis.call('HGET', LEASE, id),
-                deadline = redis.call('ZSCORE', DEADLINES, id), deliv = redis.call('HGET', DELIV, id),
-                redeliv = redis.call('HGET', REDELIV, id), reason = reason or '', dropped = {},
-                evicted = '', acked_trimmed = '', due = due,
-                prevdone = redis.call('HGET', DONEREFS, id) or ''}
+  local ref = r.ref
+  local undo = {id = id, lease = r.lease, deadline = r.deadline, deliv = r.deliv, redeliv = r.redeliv,
+                reason = reason or '', dropped = {}, evicted = '', acked_trimmed = '', due = due,
+                prevdone = r.prevdone}
   redis.call('HDEL', REFS, id)
   redis.call('HDEL', LEASE, id)
   redis.call('HDEL', DELIV, id)
@@ -295,7 +398,7 @@ local function finish(id, reason, due)
   redis.call('HSET', INTENTS, id, ref)
   redis.call('ZADD', INTENTDUE, due, id)
   redis.call('HSET', DONEREFS, id, ref)
-  redis.call('ZADD', DONEORDER, redis.call('HGET', META, 'version'), id)
+  redis.call('ZADD', DONEORDER, string.format('%d', M.version), id)
   if redis.call('ZCARD', DONEORDER) > 10000 then
     for _, old in ipairs(redis.call('ZRANGE', DONEORDER, 0, 0)) do
       redis.call('HDEL', DONEREFS, old)
@@ -305,6 +408,25 @@ local function finish(id, reason, due)
   redis.call('HINCRBY', META, 'room', 1)
   wake_if_drained()
   return {ref, cjson.encode(undo)}
+end
+
+-- finish_check, then finish_commit: a completion that changes nothing if it fails
+local function finish(id, reason, due)
+  return finish_commit(id, reason, due, finish_check(id, reason))
+end
+
+-- The checks of a requeue of the leased sample id, before any write (the caller
+-- checks PENDING and WAKE once: requeue_lists).
+local function requeue_check(id)
+  count(redis.call('HGET', REDELIV, id), 'key ' .. REDELIV .. ' field ' .. shown(id))
+  if not redis.call('ZSCORE', DEADLINES, id) then
+    corrupt('sample ' .. shown(id) .. ' is leased but key ' .. DEADLINES .. ' holds no deadline for it')
+  end
+end
+
+local function requeue_lists()
+  redis.call('LLEN', PENDING)
+  redis.call('LLEN', WAKE)
 end
 
 -- a fail or a reclaim of the leased sample id below max_deliveries: to the tail
@@ -318,7 +440,7 @@ local function requeue(id)
 end
 
 local function at_max_deliveries(id)
-  return MAXD and tonumber(redis.call('HGET', DELIV, id)) >= MAXD
+  return MAXD and count(redis.call('HGET', DELIV, id), 'key ' .. DELIV .. ' field ' .. shown(id)) >= MAXD
 end
 
 local function producers_waiting()
@@ -331,13 +453,18 @@ end
 SCRIPTS: dict[str, str] = {
     # A[1] epoch (new), A[2] config JSON -> {epoch, config, version, tip, lost} of the queue at P
     "create": r"""
+expect(TIPS)
 if redis.call('HSETNX', META, 'epoch', A[1]) == 1 then
   redis.call('HSET', META, 'config', A[2], 'closed', '0', 'paused', '0', 'room', 0, 'seq', 0, 'dropped', 0,
              'version', 0, 'tip', '')
   bump()
 end
 local m = redis.call('HMGET', META, 'epoch', 'config', 'version', 'tip', 'lost')
-return {m[1], m[2], m[3], m[4], m[5] or ''}
+if not m[5] then
+  count(m[3], 'key ' .. META .. ' field version')
+  if not m[2] then corrupt('key ' .. META .. ' holds no field config') end
+end
+return {m[1], m[2] or '', m[3] or '0', m[4] or '', m[5] or ''}
 """,
     # A[1] id, A[2] ref, A[3] "1" for a retry after a lost reply -> rejection or 'ok'
     "put": r"""
@@ -369,6 +496,7 @@ if rejected then
   unpark()
   return {rejected, '', 0, redis.call('HGET', META, 'room')}
 end
+expect(PENDING, WAKE, DELIV, REDELIV, PARKED, PRODUCERS, DEADLINES)
 local event, effective = '', 0
 if A[6] ~= '' then
   local high, low = tonumber(A[6]), tonumber(A[7])
@@ -402,6 +530,7 @@ return {'ok', event, effective, redis.call('HGET', META, 'room')}
     # -> 1 when it must step again at once (the room changed, or closed), else 0
     "park": r"""
 local token = A[1]
+expect(PARKED)
 redis.call('ZADD', PRODUCERS, server_ms() + tonumber(A[5]), token)
 redis.call('HSET', PARKED, token, A[2])
 local changed = redis.call('HGET', META, 'room') ~= A[4]
@@ -413,9 +542,10 @@ return 0
 """,
     # A producer leaves.  A[1] token
     "unpark": r"""
+expect(PRODUCERS)
+redis.call('HDEL', PARKED, A[1])
 redis.call('ZREM', PRODUCERS, A[1])
 redis.call('DEL', P .. 'room:' .. A[1])
-redis.call('HDEL', PARKED, A[1])
 return 0
 """,
     # -> the bytes parked by the producers waiting now
@@ -423,6 +553,7 @@ return 0
 return parked_total('')
 """,
     "notify_room": r"""
+expect(PRODUCERS, PARKED)
 notify_room('')
 return 0
 """,
@@ -436,19 +567,45 @@ if redis.call('LLEN', PENDING) == 0 then
   end
   return 'empty'
 end
-bump()
-local id = redis.call('LPOP', PENDING)
+local id = redis.call('LINDEX', PENDING, 0)
+local ref = redis.call('HGET', REFS, id)
+if not ref then corrupt('sample ' .. shown(id) .. ' is pending but key ' .. REFS .. ' holds no ref for it') end
+if redis.call('HEXISTS', LEASE, id) == 1 or redis.call('ZSCORE', DEADLINES, id) then
+  corrupt('sample ' .. shown(id) .. ' is pending and leased at once')
+end
+count(redis.call('HGET', DELIV, id), 'key ' .. DELIV .. ' field ' .. shown(id))
+local redeliv = count(redis.call('HGET', REDELIV, id), 'key ' .. REDELIV .. ' field ' .. shown(id))
+local wakes = redis.call('LLEN', WAKE)
 local now, deadline = times(A[1], A[2], A[3])
+bump()
+redis.call('LPOP', PENDING)
 local lease_id = redis.call('HINCRBY', META, 'seq', 1)
 redis.call('HSET', LEASE, id, lease_id)
 redis.call('ZADD', DEADLINES, deadline, id)
 redis.call('HINCRBY', DELIV, id, 1)
 if redis.call('LLEN', PENDING) == 0 then
   redis.call('DEL', WAKE)
-elseif redis.call('LLEN', WAKE) == 0 then
+elseif wakes == 0 then
   redis.call('RPUSH', WAKE, '1')
 end
-return {lease_id, id, redis.call('HGET', REFS, id), redis.call('HGET', REDELIV, id), deadline}
+return {lease_id, id, ref, tostring(redeliv), deadline}
+""",
+    # Put back an acquire whose answer the client cannot use (its ref is not a
+    # ref): the sample is pending again, at the head, as if never delivered.
+    # A[1] id, A[2] lease id -> 1 | 0 (the lease is not live any more)
+    "unacquire": r"""
+local id = A[1]
+if redis.call('HGET', LEASE, id) ~= A[2] then return 0 end
+local deliv = count(redis.call('HGET', DELIV, id), 'key ' .. DELIV .. ' field ' .. shown(id))
+local wakes = redis.call('LLEN', WAKE)
+redis.call('LLEN', PENDING)
+bump()
+redis.call('HDEL', LEASE, id)
+redis.call('ZREM', DEADLINES, id)
+redis.call('HSET', DELIV, id, math.max(0, deliv - 1))
+redis.call('LPUSH', PENDING, id)
+if wakes < redis.call('LLEN', PENDING) then redis.call('RPUSH', WAKE, '1') end
+return 1
 """,
     # A live ack (A[3] "") or dead-letter (A[3] the reason), fenced: commits
     # with its scrub intent (due at A[4]/A[5]/A[6]: now, due, seconds), and the
@@ -460,8 +617,9 @@ if redis.call('HGET', LEASE, id) ~= A[2] then return 0 end
 local reason = A[3]
 if reason == '' then reason = false end
 local _, due = times(A[4], A[5], A[6])
+local waiting = producers_waiting()
 local done = finish(id, reason, due)
-return {done[1], done[2], producers_waiting()}
+return {done[1], done[2], waiting}
 """,
     # Put back what "finish" did (the store's scrub raised).  A[1] the undo
     # record, A[2] the ref -> 1 | 0 (cannot: the id was put again meanwhile,
@@ -473,6 +631,7 @@ if redis.call('HEXISTS', REFS, id) == 1 then return 0 end
 if redis.call('HGET', INTENTS, id) ~= ref then return 0 end
 local due = redis.call('ZSCORE', INTENTDUE, id)
 if not due or tonumber(due) ~= tonumber(undo.due) then return 0 end
+expect(DONEREFS, DONEORDER, LEASE, DELIV, REDELIV, DEADLINES, DEAD, ACKED, DONE, DONESET, PENDING, WAKE)
 bump()
 redis.call('HDEL', INTENTS, id)
 redis.call('ZREM', INTENTDUE, id)
@@ -514,18 +673,24 @@ return 1
     "fail": r"""
 local id = A[1]
 if redis.call('HGET', LEASE, id) ~= A[2] then return 0 end
+local waiting = producers_waiting()
 if at_max_deliveries(id) then
   local _, due = times(A[3], A[4], A[5])
   local done = finish(id, 'max_deliveries', due)
-  return {done[1], done[2], producers_waiting()}
+  return {done[1], done[2], waiting}
 end
+requeue_check(id)
+requeue_lists()
 requeue(id)
-return {'', '', producers_waiting()}
+return {'', '', waiting}
 """,
     # A[1] id, A[2] lease id, A[3] now, A[4] deadline, A[5] seconds -> 0 | 1
     "extend": r"""
 local id = A[1]
 if redis.call('HGET', LEASE, id) ~= A[2] then return 0 end
+if not redis.call('ZSCORE', DEADLINES, id) then
+  corrupt('sample ' .. shown(id) .. ' is leased but key ' .. DEADLINES .. ' holds no deadline for it')
+end
 local _, deadline = times(A[3], A[4], A[5])
 bump()
 redis.call('ZADD', DEADLINES, deadline, id)
@@ -539,16 +704,28 @@ return 1
     "reclaim": r"""
 local now = A[1]
 if now == '' then now = fmt(server_now()) end
-local count = 0
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', now)) do
+local due = redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', now)
+-- every check of every lease this call takes back, before the first write
+local dead_at, checked = nil, nil
+for i, id in ipairs(due) do
   if at_max_deliveries(id) then
-    local done = finish(id, 'max_deliveries', fmt(tonumber(now) + tonumber(A[2])))
-    return {now, count, producers_waiting(), done[1], done[2]}
+    dead_at, checked = i, finish_check(id, 'max_deliveries')
+    break
+  end
+  requeue_check(id)
+end
+if #due > 0 then requeue_lists() end
+local waiting = producers_waiting()
+local taken = 0
+for i, id in ipairs(due) do
+  if i == dead_at then
+    local done = finish_commit(id, 'max_deliveries', fmt(tonumber(now) + tonumber(A[2])), checked)
+    return {now, taken, waiting, done[1], done[2]}
   end
   requeue(id)
-  count = count + 1
+  taken = taken + 1
 end
-return {now, count, producers_waiting()}
+return {now, taken, waiting}
 """,
     # Claim the scrub intents due by now (A[4] "1": every intent), at most A[5]
     # of them, for another A[3] seconds (A[1] now, A[2] the claim's end)
@@ -578,14 +755,16 @@ return out
     # still names ref A[2] -> 1 | 0
     "clear_intent": r"""
 if redis.call('HGET', INTENTS, A[1]) ~= A[2] then return 0 end
-redis.call('HDEL', INTENTS, A[1])
 redis.call('ZREM', INTENTDUE, A[1])
+redis.call('HDEL', INTENTS, A[1])
 return 1
 """,
     "close": r"""
-if redis.call('HGET', META, 'closed') ~= '1' then
+if not is_closed() then
+  expect(PRODUCERS, PARKED, PENDING, DEADLINES, WAKE)
   bump()
   redis.call('HSET', META, 'closed', '1')
+  M.closed = true
   notify_room('')
   wake_if_drained()
 end
@@ -614,13 +793,21 @@ elseif what == 'gauges' then
 end
 return redis.error_reply('ERR refqueue observe: unknown ' .. tostring(what))
 """,
+    # Drop the first A[1] dead letters if they are still the ones the client read
+    # and parsed (A[2]: the SHA1 of each one's byte length, ":" and bytes, in
+    # order) -> 1 | 0 (they changed meanwhile: read again)
     "drain_dead": r"""
-local letters = redis.call('LRANGE', DEAD, 0, -1)
-if #letters > 0 then
+local n = tonumber(A[1])
+local letters = redis.call('LRANGE', DEAD, 0, n - 1)
+if #letters ~= n then return 0 end
+local parts = {}
+for i, letter in ipairs(letters) do parts[i] = #letter .. ':' .. letter end
+if redis.sha1hex(table.concat(parts)) ~= A[2] then return 0 end
+if n > 0 then
   bump()
-  redis.call('DEL', DEAD)
+  redis.call('LTRIM', DEAD, n, -1)
 end
-return letters
+return 1
 """,
     # A[1] id, A[2] lease id -> 'live' | 'acked' (among the last 10,000 acks) |
     # 'other' (another lease is live) | 'pending' | 'gone' (completed otherwise)
@@ -640,6 +827,8 @@ READS = frozenset({"observe", "lease_state", "parked"})
 
 # The error every guarded script answers when the queue's state was lost.
 LOST = "REFQUEUE_LOST"
+# The error a script raises, before any write, on a value refqueue never writes.
+CORRUPT = "REFQUEUE_CORRUPT"
 
 
 def source(op: str, body: str | None = None, prelude: str = PRELUDE) -> str:
@@ -655,6 +844,9 @@ def source(op: str, body: str | None = None, prelude: str = PRELUDE) -> str:
         + "local lost = guard()\n"
         + f"if lost then return redis.error_reply('{LOST} ' .. lost) end\n"
         + "local result = body()\n"
-        + "local m = redis.call('HMGET', META, 'version', 'tip')\n"
-        + "return {m[1], m[2], result}\n"
+        + "if M.version == nil then\n"
+        + "  local m = redis.call('HMGET', META, 'version', 'tip')\n"
+        + "  return {m[1], m[2], result}\n"
+        + "end\n"
+        + "return {string.format('%d', M.version), M.tip, result}\n"
     )

@@ -67,6 +67,19 @@ Design notes
   first attempt committed.  A command the server refuses (out of memory, a
   read-only replica, ...) raises ``RedisRefused``; nothing else of redis-py
   reaches the caller.
+* **Hostile state** (issue 21).  Every script checks what it reads and
+  what it will write before its first write (``_redis_scripts``): a value
+  refqueue never writes, planted in the queue's keys by another program,
+  raises ``QueueStateCorrupt`` (a ``RedisRefused``) naming the key and the
+  value, with nothing changed.  What only the client can judge (a ref's
+  JSON, a dead letter) is parsed before it is trusted: an acquire whose ref
+  does not parse is put back (``unacquire``) and raises, a dead-letter list
+  is drained only once every letter parsed, and only the letters read.
+  The script connections decode replies with ``surrogateescape``, so bytes
+  that are not UTF-8 reach these checks instead of failing in redis-py.
+  A server that does not answer as Redis does (an HTTP server, another
+  protocol) raises ``RedisUnavailable`` saying so; a password in the URL,
+  in its user part or as ``?password=``, never shows.
 """
 
 from __future__ import annotations
@@ -74,6 +87,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
+import math
 import os
 import re
 import threading
@@ -82,7 +97,7 @@ import uuid
 import weakref
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import redis as redis_py
 from redis.backoff import NoBackoff
@@ -99,7 +114,7 @@ from refqueue._checks import (
 )
 from refqueue._leases import MAX_DELIVERIES_REASON, DeadLetter, Lease, VisibilityTimeout, mint_lease
 from refqueue._reclaimer import Reclaimer
-from refqueue.backends._redis_scripts import KEYS, LOST, PRELUDE, READS, SCRIPTS, source
+from refqueue.backends._redis_scripts import CORRUPT, KEYS, LOST, PRELUDE, READS, SCRIPTS, source
 from refqueue.errors import (
     DuplicateSample,
     ForeignLease,
@@ -114,9 +129,11 @@ from refqueue.refs import SampleRef
 from refqueue.store import FeatureStore, StoreHealth
 
 __all__ = [
-    "RedisSampleRefQueue", "RedisUnavailable", "RedisRefused", "QueueStateLost", "delete_queue", "make", "build",
-    "BLOCK_SLICE", "COLLECT_BATCH",
+    "RedisSampleRefQueue", "RedisUnavailable", "RedisRefused", "QueueStateCorrupt", "QueueStateLost", "delete_queue",
+    "make", "build", "BLOCK_SLICE", "COLLECT_BATCH",
 ]
+
+logger = logging.getLogger(__name__)
 
 # The longest one blocking command waits before the client looks again
 # (seconds): bounds how long a vanished server goes unnoticed.
@@ -135,6 +152,9 @@ SOCKET_TIMEOUT = BLOCK_SLICE + 10.0
 COLLECT_BATCH = 256
 _CLIENT_OPTIONS = {
     "decode_responses": True,
+    # bytes that are not UTF-8 (a value planted by another program) decode
+    # losslessly and reach the queue's own checks, never a UnicodeDecodeError
+    "encoding_errors": "surrogateescape",
     "socket_timeout": SOCKET_TIMEOUT,
     "socket_connect_timeout": 10.0,
     "retry": Retry(NoBackoff(), 0),
@@ -165,6 +185,20 @@ class RedisRefused(RefQueueError, RuntimeError):
     KIND = "refused"
 
 
+class QueueStateCorrupt(RedisRefused):
+    """The queue's keys hold a value refqueue never writes (planted by
+    another program, or a bug): a key of the wrong kind, a count that is
+    not one, a pending sample without its ref, a ref or dead letter that
+    does not parse.  The call changed nothing; the message names the key
+    and the value."""
+
+    KIND = "corrupt"
+
+
+class _NotRedis(redis_py.exceptions.InvalidResponse):
+    """What answered is not a Redis server running refqueue's scripts."""
+
+
 class _Scripts:
     """The Lua sources of a queue class and their SHA1s (what ``EVALSHA`` names
     them by): ``SCRIPTS`` with the class's ``SCRIPT_BODIES`` in place."""
@@ -177,25 +211,38 @@ class _Scripts:
 _SCRIPT_CACHE: dict[type, _Scripts] = {}
 
 
+# A password given as a query parameter (redis-py reads ?password=), in any case.
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+
+
 def redacted(url: str) -> str:
-    """``url`` with its password replaced by ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
+    """``url`` with every password in it replaced by ``***``: the one after the
+    user (everything from the first ``:`` of the part before the last ``@``
+    ahead of the query), and any ``password=`` query parameter.  Text only:
+    never raises, whatever the URL."""
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        cut = min((i for i in (rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+        userinfo, at, after = rest[:cut].rpartition("@")
+        if at and ":" in userinfo:
+            url = f"{scheme}{sep}{userinfo.partition(':')[0]}:***@{after}{rest[cut:]}"
+    return _QUERY_PASSWORD.sub(r"\1***", url)
 
 
-def _check_url(url: object) -> str:
+def _check_url(url: object, call: str = "RedisSampleRefQueue") -> str:
     if not isinstance(url, str):
-        raise TypeError(f"RedisSampleRefQueue(url) must be a str, got {describe(url)}; pass e.g. 'redis://127.0.0.1:6379/0'")
-    scheme = urlsplit(url).scheme
-    if scheme not in ("redis", "rediss", "unix"):
+        raise TypeError(f"{call}(url) must be a str, got {describe(url)}; pass e.g. 'redis://127.0.0.1:6379/0'")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError as exc:
         raise ValueError(
-            f"RedisSampleRefQueue(url={redacted(url)!r}) has scheme {scheme!r}; pass a redis://, rediss:// "
+            f"{call}(url={redacted(url)!r}) cannot be parsed ({redacted(str(exc))}); pass e.g. "
+            f"'redis://user:password@host:6379/0'"
+        ) from None
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ValueError(
+            f"{call}(url={redacted(url)!r}) has scheme {parts.scheme!r}; pass a redis://, rediss:// "
             f"(TLS) or unix:// URL, e.g. 'redis://user:password@host:6379/0'"
         )
     return url
@@ -431,7 +478,12 @@ class RedisSampleRefQueue:
             self._redis.script_load(scripts.sources[op])
             answer = self._evalsha(op, scripts.shas[op], args)
         if op == "create":
+            if not (type(answer) is list and len(answer) == 5 and all(type(a) is str for a in answer)):
+                raise _NotRedis(f"the queue's create script answered {_cut(answer)}")
             return answer
+        if not (type(answer) is list and len(answer) in (2, 3) and type(answer[1]) is str
+                and (type(answer[0]) is int or (type(answer[0]) is str and answer[0].isdigit()))):
+            raise _NotRedis(f"script {op} answered {_cut(answer)}")
         version, tip = int(answer[0]), answer[1]
         with self._seen_lock:
             if version > self._seen[0]:
@@ -460,7 +512,7 @@ class RedisSampleRefQueue:
         conn = getattr(held, "conn", None)
         if conn is None or held.pid != os.getpid():
             pool = self._redis.connection_pool
-            conn = pool.connection_class(**pool.connection_kwargs)
+            conn = pool.connection_class(**{**pool.connection_kwargs, "encoding_errors": "surrogateescape"})
             held.conn, held.pid = conn, os.getpid()
         held.busy = True
         try:
@@ -498,12 +550,26 @@ class RedisSampleRefQueue:
             parts.append(_bulk(arg))
         return [b"".join(parts)]  # send_packed_command takes a list of chunks
 
-    def _times(self, seconds: float) -> tuple[str, str]:
+    def _times(self, seconds: float, call: str) -> tuple[str, str]:
         """(now, deadline) for a script: the injected clock's, or "" for the server's TIME."""
         if self._now is None:
             return "", ""
-        now = self._now()
-        return repr(float(now)), repr(float(now + seconds))
+        now = self._clock_now(call)
+        return repr(now), repr(float(now + seconds))
+
+    def _clock_now(self, call: str) -> float:
+        """The injected clock's reading, as finite float seconds, before any script runs."""
+        now = self._now()  # type: ignore[misc]
+        try:
+            value = float(now)
+        except (TypeError, ValueError, OverflowError):
+            value = math.nan
+        if not math.isfinite(value):
+            raise ValueError(
+                f"{call}: the queue's clock read {describe(now)}, not finite seconds; nothing changed. Give the "
+                f"queue a clock whose now() reads finite seconds (or clock=None: the server's TIME)"
+            )
+        return value
 
     # -- producer side ----------------------------------------------------------------
 
@@ -653,15 +719,32 @@ class RedisSampleRefQueue:
 
     def _acquire_once(self, call: str = "acquire") -> Lease | str:
         with self._step_lock:
-            now, deadline = self._times(self._vt_seconds)  # a raising clock changes nothing
+            now, deadline = self._times(self._vt_seconds, call)  # a raising clock changes nothing
             with self._connection(call):
                 answer = self._run("acquire", now, deadline, self._vt_text)
         if isinstance(answer, str):
             return answer
-        lease_id, _sample_id, ref_json, redeliveries, deadline_text = answer
-        return mint_lease(
-            self._ref(ref_json), float(deadline_text), self._vt, int(redeliveries), int(lease_id), self._epoch
-        )
+        lease_id, sample_id, ref_json, redeliveries, deadline_text = answer
+        try:
+            ref = self._ref(ref_json)
+            if ref.sample_id != sample_id:
+                raise ValueError(f"it is the ref of sample {ref.sample_id!r}")
+        except (TypeError, ValueError) as exc:
+            self._unacquire(call, sample_id, lease_id)
+            raise self._corrupt(
+                call, f"sample {sample_id!r} is pending with a ref that is not its ref ({_cut(ref_json)}: {exc}) in "
+                f"key {self._prefix}refs"
+            ) from None
+        return mint_lease(ref, float(deadline_text), self._vt, int(redeliveries), int(lease_id), self._epoch)
+
+    def _unacquire(self, call: str, sample_id: str, lease_id: int) -> None:
+        """Put back an acquire whose ref does not parse: pending again, at the head."""
+        with self._step_lock, self._connection(call):
+            self._run("unacquire", sample_id, lease_id)
+
+    def _corrupt(self, call: str, why: str) -> QueueStateCorrupt:
+        """The error of a value refqueue never writes, found by the client."""
+        return _corrupt_error(call, self._name, self._url, self._prefix, why)
 
     def ack(self, lease: Lease) -> bool:
         """Live lease: the sample completes, then the store scrubs its data
@@ -685,7 +768,7 @@ class RedisSampleRefQueue:
         """Ack (``reason`` "") or dead-letter a live lease: one fenced script
         commits, then the store scrubs (D2); a scrub that raises is undone."""
         with self._store_lock:
-            now, due = self._times(self._intent_delay)
+            now, due = self._times(self._intent_delay, call)
             with self._connection(call):
                 answer = self._run("finish", sample_id, lease_id, reason, now, due, self._intent_text)
             if answer == 0:
@@ -700,7 +783,14 @@ class RedisSampleRefQueue:
         """Scrub the data of a sample whose completion just committed
         (``_store_lock`` held) and clear its intent; if the scrub raises, put
         the queue back as it was (the undo record) and re-raise."""
-        ref = self._ref(ref_json, forget=True)
+        try:
+            ref = self._ref(ref_json, forget=True)
+        except (TypeError, ValueError) as exc:
+            with self._connection(call):
+                self._run("undo", undo, ref_json)
+            raise self._corrupt(
+                call, f"the leased sample's ref in key {self._prefix}refs is not a ref ({_cut(ref_json)}: {exc})"
+            ) from None
         crash, self._fault_crash = self._fault_crash, None
         if crash is not None:  # the fault: the client dies between the commit and the scrub
             raise crash
@@ -742,13 +832,21 @@ class RedisSampleRefQueue:
         notify = False
         with self._store_lock:
             while True:
-                now, due = self._times(self._intent_delay)
+                now, due = self._times(self._intent_delay, "collect_intents")
                 with self._connection("collect_intents"):
                     claimed = self._run(
                         "collect", now, due, self._intent_text, "1" if include_recent else "0", COLLECT_BATCH
                     )
                 for sample_id, ref_json in zip(claimed[::2], claimed[1::2]):
-                    if self._store.scrub(self._ref(ref_json, forget=True)):
+                    try:
+                        ref = self._ref(ref_json, forget=True)
+                    except (TypeError, ValueError) as exc:
+                        # not refqueue's: left claimed (due again later) and said, never scrubbed
+                        logger.warning("collect_intents: queue %r: the scrub intent of sample %r in key %sintents "
+                                       "is not a ref (%s: %s); left as it is", self._name, sample_id, self._prefix,
+                                       _cut(ref_json), exc)
+                        continue
+                    if self._store.scrub(ref):
                         removed += 1
                         notify = True
                     self._clear_intent(sample_id, ref_json)
@@ -783,7 +881,7 @@ class RedisSampleRefQueue:
         or dead-lettered at ``max_deliveries`` (D7); True.  Stale: False."""
         sample_id, lease_id = self._check_lease("fail", lease)
         with self._store_lock:
-            now, due = self._times(self._intent_delay)
+            now, due = self._times(self._intent_delay, "fail")
             with self._connection("fail"):
                 answer = self._run("fail", sample_id, lease_id, now, due, self._intent_text)
             if answer == 0:
@@ -801,7 +899,7 @@ class RedisSampleRefQueue:
         sample_id, lease_id = self._check_lease("extend", lease)
         seconds = self._vt_seconds if seconds is None else check_seconds("extend(seconds)", seconds)
         with self._step_lock:
-            now, deadline = self._times(seconds)
+            now, deadline = self._times(seconds, "extend")
             with self._connection("extend"):
                 return self._run("extend", sample_id, lease_id, now, deadline, repr(seconds)) == 1
 
@@ -825,7 +923,7 @@ class RedisSampleRefQueue:
         notify = False
         try:
             with self._store_lock:
-                now = "" if self._now is None else repr(float(self._now()))
+                now = "" if self._now is None else repr(self._clock_now("reclaim_expired"))
                 while True:
                     with self._connection("reclaim_expired"):
                         now, count, producers, *dead = self._run("reclaim", now, self._intent_text)
@@ -978,7 +1076,20 @@ class RedisSampleRefQueue:
         return int(self._observe("intents_count", "intents"))
 
     def dead_letters(self) -> list[DeadLetter]:
-        return [_dead_letter(text) for text in self._observe("dead_letters", "dead")]
+        return self._dead_letters("dead_letters", self._observe("dead_letters", "dead"))
+
+    def _dead_letters(self, call: str, texts: list[str]) -> list[DeadLetter]:
+        """Every dead letter of ``texts`` parsed; ``QueueStateCorrupt`` naming the
+        first one that is not a dead letter refqueue wrote."""
+        letters = []
+        for index, text in enumerate(texts, 1):
+            try:
+                letters.append(_dead_letter(text))
+            except (TypeError, ValueError) as exc:
+                raise self._corrupt(
+                    call, f"dead letter {index} of {len(texts)} in key {self._prefix}dead is {_cut(text)} ({exc})"
+                ) from None
+        return letters
 
     def metrics(self) -> dict[str, Any]:
         """Live gauges of the queue, read from the server in one script, and
@@ -1008,9 +1119,19 @@ class RedisSampleRefQueue:
         }
 
     def drain_dead_letters(self) -> list[DeadLetter]:
-        with self._step_lock, self._connection("drain_dead_letters"):
-            letters = self._run("drain_dead")
-        return [_dead_letter(text) for text in letters]
+        """The dead letters, then removed from the server: each one parsed
+        first (one that does not parse raises ``QueueStateCorrupt`` with every
+        letter kept), and only those read removed (a letter added meanwhile
+        stays for the next drain)."""
+        while True:
+            texts = self._observe("drain_dead_letters", "dead")
+            letters = self._dead_letters("drain_dead_letters", texts)
+            digest = hashlib.sha1(
+                b"".join(b"%d:%s" % (len(raw), raw) for raw in (t.encode("utf-8", "surrogateescape") for t in texts))
+            ).hexdigest()
+            with self._step_lock, self._connection("drain_dead_letters"):
+                if self._run("drain_dead", len(texts), digest) == 1:
+                    return letters
 
     @property
     def dead_letter_limit(self) -> int:
@@ -1040,6 +1161,13 @@ class RedisSampleRefQueue:
                 f"{call}({ref.sample_id!r}): the ref names store {ref.store_uri!r}, but this queue is "
                 f"bound to {self._store_uri!r}; put refs of the queue's store"
             )
+        try:
+            ref.sample_id.encode()
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"{call}({ref.sample_id!r}): the sample id holds {exc.object[exc.start:exc.end]!r}, which has no "
+                f"UTF-8 form, so Redis cannot store it; use ids of letters, digits and punctuation"
+            ) from None
 
     def _check_lease(self, call: str, lease: object) -> tuple[str, int]:
         if not isinstance(lease, Lease):
@@ -1071,8 +1199,8 @@ class RedisSampleRefQueue:
 
 
 class _Connection:
-    """Turns redis-py's connection errors into ``RedisUnavailable``, naming
-    the server (without its password), the call and what to do."""
+    """Turns redis-py's errors into refqueue's (``_translate``), naming the
+    server (without its password), the call and what to do."""
 
     __slots__ = ("queue", "call")
 
@@ -1084,34 +1212,106 @@ class _Connection:
         return None
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
-        if exc is None or not isinstance(exc, redis_py.exceptions.RedisError):
+        if exc is None:
             return False
-        if isinstance(exc, redis_py.exceptions.ResponseError):
-            text = str(exc)
-            if text.startswith(LOST):
-                why = text[len(LOST):].strip()
-                queue = self.queue
-                raise QueueStateLost(
-                    f"{self.call}: queue {queue._name!r} on {queue._url} lost its state: {why}. Nothing of it is "
-                    f"accepted any more (not its leases, not its pending work). Stop its producers and consumers; "
-                    f"an operator recovers with refqueue.backends.redis.delete_queue(url, {queue._name!r}), opens "
-                    f"the queue again (a new epoch) and puts again the refs the store still holds (docs/REDIS.md, "
-                    f"'When the server loses state')"
-                ) from None
-            raise RedisRefused(
-                f"{self.call}: the Redis server at {self.queue._url} refused the command ({text}); the call changed "
-                f"nothing. Fix the server (memory, a read-only replica, its disk, the user's permissions) and call again"
-            ) from exc
-        if not isinstance(exc, (redis_py.exceptions.ConnectionError, redis_py.exceptions.TimeoutError)):
-            raise RedisRefused(
-                f"{self.call}: redis-py failed on a command to {self.queue._url} ({type(exc).__name__}: {exc}); the "
-                f"call changed nothing. Report it with the call that raised it"
-            ) from exc
-        raise RedisUnavailable(
-            f"{self.call}: lost the connection to the Redis server at {self.queue._url} ({exc}); nothing the "
-            f"server acknowledged is lost. Check that the server is up and reachable, then call again "
-            f"(after an ack, lease_state(lease) says whether it committed)"
-        ) from exc
+        queue = self.queue
+        error = _translate(exc, self.call, queue._url, queue._name, queue._prefix)
+        if error is None:
+            return False
+        if isinstance(error, (QueueStateLost, QueueStateCorrupt)):
+            raise error from None
+        raise error from exc
+
+
+class _Errors(_Connection):
+    """``_Connection`` for a call that has no queue object (``delete_queue``)."""
+
+    __slots__ = ("url", "name", "prefix")
+
+    def __init__(self, call: str, url: str, name: str, prefix: str) -> None:
+        self.call, self.url, self.name, self.prefix = call, url, name, prefix
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None:
+            return False
+        error = _translate(exc, self.call, self.url, self.name, self.prefix)
+        if error is None:
+            return False
+        raise error from exc
+
+
+_REDIS_PY = os.path.dirname(redis_py.__file__) + os.sep
+
+
+def _raised_in_redis_py(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside redis-py's own code (choking on an answer)."""
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    return last is not None and last.tb_frame.f_code.co_filename.startswith(_REDIS_PY)
+
+
+def _translate(exc: BaseException, call: str, url: str, name: str, prefix: str) -> BaseException | None:
+    """refqueue's error for ``exc`` raised talking to the server, or None (not
+    the server's: let it propagate)."""
+    if isinstance(exc, redis_py.exceptions.ResponseError):
+        text = str(exc)
+        if text.startswith(LOST):
+            why = text[len(LOST):].strip()
+            return QueueStateLost(
+                f"{call}: queue {name!r} on {url} lost its state: {why}. Nothing of it is "
+                f"accepted any more (not its leases, not its pending work). Stop its producers and consumers; "
+                f"an operator recovers with refqueue.backends.redis.delete_queue(url, {name!r}), opens "
+                f"the queue again (a new epoch) and puts again the refs the store still holds (docs/REDIS.md, "
+                f"'When the server loses state')"
+            )
+        if text.startswith(CORRUPT):
+            why = text[len(CORRUPT):].strip().rsplit(" script: ", 1)[0]
+            return _corrupt_error(call, name, url, prefix, why)
+        if "WRONGTYPE" in text:
+            return _corrupt_error(call, name, url, prefix, f"one of its keys holds the wrong kind of value ({text})")
+        if "unknown command" in text.lower():
+            return RedisRefused(
+                f"{call}: the Redis server at {url} does not know a command refqueue needs ({text}); the call changed "
+                f"nothing. The URL must name a Redis 7 server that allows EVALSHA, SCRIPT LOAD and BLPOP (not one "
+                f"with them renamed or disabled, nor a proxy without scripting)"
+            )
+        return RedisRefused(
+            f"{call}: the Redis server at {url} refused the command ({text}); the call changed "
+            f"nothing. Fix the server (memory, a read-only replica, its disk, the user's permissions) and call again"
+        )
+    if isinstance(exc, redis_py.exceptions.AuthenticationError):
+        return RedisUnavailable(
+            f"{call}: the Redis server at {url} refused the credentials ({exc}); check the user and password of "
+            f"the URL (or of the client), then call again"
+        )
+    if isinstance(exc, (redis_py.exceptions.ConnectionError, redis_py.exceptions.TimeoutError)):
+        return RedisUnavailable(
+            f"{call}: lost the connection to the Redis server at {url} ({exc}); nothing the "
+            f"server acknowledged is lost. Check that the server is up and reachable (and that the URL names "
+            f"a Redis 7 server), then call again (after an ack, lease_state(lease) says whether it committed)"
+        )
+    if isinstance(exc, redis_py.exceptions.InvalidResponse):
+        return _not_redis(call, url, str(exc))
+    if isinstance(exc, redis_py.exceptions.RedisError):
+        return RedisRefused(
+            f"{call}: redis-py failed on a command to {url} ({type(exc).__name__}: {exc}); the "
+            f"call changed nothing. Report it with the call that raised it"
+        )
+    if isinstance(exc, Exception) and _raised_in_redis_py(exc):
+        if isinstance(exc, UnicodeError):  # a client made with encoding_errors="strict"
+            return _corrupt_error(call, name, url, prefix, f"the server answered bytes that are not UTF-8 ({exc})")
+        return _not_redis(call, url, f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def _not_redis(call: str, url: str, detail: str) -> RedisUnavailable:
+    return RedisUnavailable(
+        f"{call}: the server at {url} does not answer as a Redis server does ({detail[:200]}); check that the URL "
+        f"names a Redis 7 server (its host and port; rediss:// where it speaks TLS)"
+    )
 
 
 # Per connection pool, each thread's script connection (see _evalsha): the
@@ -1131,27 +1331,49 @@ def _held_for(pool: Any) -> threading.local:
 def _ready(conn: Any) -> None:
     """Connect ``conn`` if it is not; if it has something to read while idle
     (closed by the server, a stray reply), connect it afresh; raise
-    redis-py's ``ConnectionError`` if even a fresh connection is not ready."""
+    redis-py's ``ConnectionError`` if even a fresh connection is not ready
+    (``_NotRedis`` if what answered the handshake is not Redis)."""
     try:
-        conn.connect()  # a no-op when connected
+        _connect(conn)  # a no-op when connected
         if conn.can_read():
             raise redis_py.exceptions.ConnectionError("Connection has data")
     except (redis_py.exceptions.ConnectionError, redis_py.exceptions.TimeoutError, OSError):
         conn.disconnect()
-        conn.connect()
+        _connect(conn)
         if conn.can_read():
             raise redis_py.exceptions.ConnectionError("Connection not ready") from None
 
 
+def _connect(conn: Any) -> None:
+    try:
+        conn.connect()
+    except redis_py.exceptions.RedisError:
+        raise
+    except OSError:
+        raise
+    except Exception as exc:  # redis-py choking on the handshake's answer
+        conn.disconnect()
+        raise _NotRedis(f"its answer to the connection handshake made redis-py raise {type(exc).__name__}: {exc}") from exc
+
+
 def _bulk(value: object) -> bytes:
     """One RESP bulk string: a str as UTF-8, an int in decimal (``_packed`` passes no other type)."""
-    data = value.encode() if type(value) is str else b"%d" % value  # type: ignore[attr-defined]
+    data = value.encode("utf-8", "surrogateescape") if type(value) is str else b"%d" % value  # type: ignore[attr-defined]
     return b"$%d\r\n%s\r\n" % (len(data), data)
 
 
+# A waiting producer's list: room:<token>, the token a uuid4 hex.
+_ROOM = re.compile(r"room:[0-9a-f]{32}")
+
+
 def _delete_keys(client: Any, prefix: str) -> int:
-    keys = list(client.scan_iter(match=_glob_escape(prefix) + "*"))
-    return int(client.delete(*keys)) if keys else 0
+    """Delete the keys of the queue whose key prefix is ``prefix``: its named
+    keys and its producers' ``room:<token>`` lists, nothing else (another
+    queue's prefix may start with this one's)."""
+    keys = [prefix + key for key in KEYS]
+    keys += [key for key in client.scan_iter(match=_glob_escape(prefix) + "room:*")
+             if _ROOM.fullmatch(key[len(prefix):])]
+    return int(client.delete(*keys))
 
 
 def delete_queue(url: str, name: str, *, prefix: str = "refqueue:") -> int:
@@ -1160,19 +1382,14 @@ def delete_queue(url: str, name: str, *, prefix: str = "refqueue:") -> int:
     many keys were removed.  Every client still using the queue then gets
     ``QueueStateLost``; a queue opened under that name afterwards is new (a
     new epoch)."""
-    url = _check_url(url)
+    url = _check_url(url, "delete_queue")
     name = _check_name(name)
     if not isinstance(prefix, str):
         raise TypeError(f"delete_queue(prefix) must be a str, got {describe(prefix)}; pass e.g. 'refqueue:'")
     client = redis_py.Redis.from_url(url, **_CLIENT_OPTIONS)
     try:
-        try:
+        with _Errors(f"delete_queue({name!r})", redacted(url), name, f"{prefix}{{{name}}}:"):
             return _delete_keys(client, f"{prefix}{{{name}}}:")
-        except (redis_py.exceptions.ConnectionError, redis_py.exceptions.TimeoutError) as exc:
-            raise RedisUnavailable(
-                f"delete_queue({name!r}): cannot reach the Redis server at {redacted(url)} ({exc}); check that it is "
-                f"up and reachable, then call again"
-            ) from exc
     finally:
         client.close()
 
@@ -1188,8 +1405,33 @@ def _slice(remaining: float) -> float:
 
 
 def _dead_letter(text: str) -> DeadLetter:
-    ref_json, reason, deliveries = json.loads(text)
-    return DeadLetter(SampleRef.from_json(ref_json), reason, int(deliveries))
+    """A dead letter as the scripts write it: JSON ``[ref JSON, reason, deliveries]``."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError("it nests JSON too deeply") from None
+    if not (type(value) is list and len(value) == 3):
+        raise ValueError("it is not a JSON list [ref, reason, deliveries]")
+    ref_json, reason, deliveries = value
+    if type(ref_json) is not str or type(reason) is not str or not reason:
+        raise ValueError("its ref or reason is not a non-empty string")
+    if type(deliveries) is not int or deliveries < 0:
+        raise ValueError(f"its deliveries {deliveries!r} is not a count")
+    return DeadLetter(SampleRef.from_json(ref_json), reason, deliveries)
+
+
+def _cut(value: object, limit: int = 120) -> str:
+    """``repr(value)``, at most ``limit`` characters (a planted value may be huge)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _corrupt_error(call: str, name: str, url: str, prefix: str, why: str) -> QueueStateCorrupt:
+    return QueueStateCorrupt(
+        f"{call}: queue {name!r} on {url} holds a value refqueue never writes: {why}; the call changed nothing. "
+        f"Something other than refqueue wrote to the queue's keys ({prefix}*): fix or remove that value, or delete "
+        f"the queue (refqueue.backends.redis.delete_queue) and recover as after a state loss (docs/REDIS.md)"
+    )
 
 
 # -- the conformance factory ------------------------------------------------------------
