@@ -28,11 +28,26 @@ Sinks receive each record in ``seq`` order:
 A sink's ``write`` runs with the emitter's lock held, so it must be quick
 and must never call back into the queue or store.  No pickle: records are
 JSON values only.
+
+**A failing sink never fails a call** (issue 21).  A record is emitted after
+its state change committed, so an exception from a sink's ``write`` (a log
+on a full disk, a network log that is down) is caught by the ``EventLog``,
+counted (``sink_errors``, ``last_sink_error``), logged once per sink
+(logger ``refqueue.events``), and the other sinks and the call carry on: a
+state change either happens and returns, or does not happen and raises.
+The failed sink misses that record (``trace-check`` then reports the gap in
+``seq``).  Only a sink that sets ``propagate_errors = True`` (the
+``Monitor`` with ``on_violation="raise"``) has its exception raised out of
+the call.  ``JsonlSink`` reopens its file at the next write after a failed
+write or rotation, so it writes again once space is freed; ``CallbackSink``
+keeps at most ``max_backlog`` records waiting for its callback and none once
+the callback raised (the rest are counted in ``dropped``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 import threading
@@ -52,6 +67,7 @@ QUEUE_EVENTS = (
 STORE_EVENTS = ("store_open", "store_put", "get", "release", "scrub", "store_close")
 
 _get_ident = threading.get_ident
+logger = logging.getLogger(__name__)
 
 
 class Sink(Protocol):
@@ -131,15 +147,28 @@ class JsonlSink:
 
     def write(self, record: dict[str, Any]) -> None:
         line = self._dumps(record) + "\n"
-        self._file.write(line)
+        file = self._file
+        if file is None:  # a write or rotation failed (a full disk): open the file again
+            file = self._reopen()
+        try:
+            file.write(line)
+        except ValueError:  # closed under us: drop it, the next write reopens
+            self._file = None
+            raise
         self._size += len(line)
         if self._size >= self.max_bytes:
             self._rotate()
         if self.flush_every is not None:
             now = time.monotonic()
             if now - self._flushed_at >= self.flush_every:
-                self._file.flush()
+                self._file.flush()  # type: ignore[union-attr]
                 self._flushed_at = now
+
+    def _reopen(self) -> Any:
+        file = open(self.path, "a", encoding="utf-8")
+        self._file = file
+        self._size = file.tell()
+        return file
 
     def files(self) -> list[Path]:
         """The files of this sink that exist, oldest first."""
@@ -147,7 +176,12 @@ class JsonlSink:
         return [p for p in old + [self.path] if p.exists()]
 
     def _rotate(self) -> None:
-        self._file.close()
+        """Close the file and shift the backups.  If any step raises (a full
+        disk cannot take the close's flush), the sink holds no file and the
+        next write opens ``path`` again (append): it never keeps a closed one."""
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()
         if self.backups == 0:
             self.path.unlink()
         else:
@@ -160,22 +194,34 @@ class JsonlSink:
         self._size = 0
 
     def flush(self) -> None:
-        self._file.flush()
+        if self._file is not None:
+            self._file.flush()
 
     def close(self) -> None:
-        self._file.close()
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()
 
 
 class CallbackSink:
     """Calls ``fn(record)`` for every record, in ``seq`` order, on a daemon
     thread of its own: never under the queue's or the store's lock.  An
     exception from ``fn`` is kept (``error``) and stops delivery; ``flush``
-    re-raises it."""
+    re-raises it.  At most ``max_backlog`` records wait for ``fn``: a record
+    written while that many wait, or after ``fn`` raised, is dropped and
+    counted (``dropped``; ``flush`` raises once for the drops since the last
+    flush), so a callback that blocks or died never makes the sink keep
+    every record in memory."""
 
-    def __init__(self, fn: Callable[[dict[str, Any]], Any]) -> None:
+    def __init__(self, fn: Callable[[dict[str, Any]], Any], max_backlog: int = 10_000) -> None:
         if not callable(fn):
             raise TypeError(f"CallbackSink(fn) must be callable, got {fn!r}; pass a function taking one record dict")
+        _check_positive_int("CallbackSink(max_backlog)", max_backlog,
+                            "pass how many records may wait for the callback, e.g. 10000")
         self._fn = fn
+        self.max_backlog = max_backlog
+        self.dropped = 0
+        self._dropped_reported = 0
         self._backlog: deque[dict[str, Any]] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._written = 0
@@ -187,9 +233,18 @@ class CallbackSink:
 
     def write(self, record: dict[str, Any]) -> None:
         with self._cond:
+            if self._closed or len(self._backlog) >= self.max_backlog:
+                self.dropped += 1
+                return
             self._backlog.append(record)
             self._written += 1
             self._cond.notify()
+
+    @property
+    def backlog(self) -> int:
+        """Records written and not yet delivered."""
+        with self._cond:
+            return len(self._backlog)
 
     def _deliver(self) -> None:
         while True:
@@ -201,11 +256,15 @@ class CallbackSink:
                 record = self._backlog.popleft()
             try:
                 self._fn(record)
-            except BaseException as exc:  # kept for flush(); delivery stops
+            except BaseException as exc:  # kept for flush(); delivery stops, nothing more is kept
                 with self._cond:
                     self.error = exc
                     self._closed = True
+                    self.dropped += len(self._backlog)
+                    self._backlog.clear()
                     self._cond.notify_all()
+                logger.warning("CallbackSink: the callback raised %r; delivery stopped, later records are dropped "
+                               "(flush() raises it)", exc)
                 return
             with self._cond:
                 self._delivered += 1
@@ -223,6 +282,12 @@ class CallbackSink:
                 )
             if self.error is not None:
                 raise RuntimeError(f"CallbackSink: the callback raised {self.error!r}; delivery stopped") from self.error
+            if self.dropped > self._dropped_reported:
+                count, self._dropped_reported = self.dropped - self._dropped_reported, self.dropped
+                raise RuntimeError(
+                    f"CallbackSink: dropped {count} records since the last flush: more than max_backlog="
+                    f"{self.max_backlog} waited for the callback; make the callback faster or max_backlog larger"
+                )
 
     def close(self, timeout: float = 10.0) -> None:
         with self._cond:
@@ -247,6 +312,10 @@ class EventLog:
                                 f"JsonlSink(path) or CallbackSink(fn)")
         self._sinks: tuple[Sink, ...] = tuple(sinks)
         self._writes: tuple[Callable[[dict[str, Any]], None], ...] = tuple(s.write for s in sinks)
+        # sink failures survived (see the module's notes), under the emitter's lock
+        self.sink_errors = 0
+        self.last_sink_error: BaseException | None = None
+        self._warned: set[int] = set()
         self._lock = threading.Lock()
         self._seq = 0
         self._numbers = {"queue": 0, "store": 0}
@@ -305,14 +374,22 @@ class EventLog:
                 record["pid"] = self._pid
                 record["tid"] = _get_ident()
                 for write in self._writes:
-                    write(record)
+                    try:
+                        write(record)
+                    except Exception as exc:
+                        if self._sink_failed(write, exc):
+                            raise
         else:
             self._seq = seq = self._seq + 1
             record["seq"] = seq
             record["pid"] = self._pid
             record["tid"] = _get_ident()
             for write in self._writes:
-                write(record)
+                try:
+                    write(record)
+                except Exception as exc:
+                    if self._sink_failed(write, exc):
+                        raise
 
     def emitter(self, key: str, number: int, now: Callable[[], float]) -> Callable[[dict[str, Any]], None]:
         """The ``emit`` of one source: stamps ``key`` (``"q"`` or ``"s"``) =
@@ -338,16 +415,38 @@ class EventLog:
                     record["pid"] = pid
                     record["tid"] = get_ident()
                     for write in log._writes:
-                        write(record)
+                        try:
+                            write(record)
+                        except Exception as exc:
+                            if log._sink_failed(write, exc):
+                                raise
             else:
                 log._seq = seq = log._seq + 1
                 record["seq"] = seq
                 record["pid"] = pid
                 record["tid"] = get_ident()
                 for write in log._writes:
-                    write(record)
+                    try:
+                        write(record)
+                    except Exception as exc:
+                        if log._sink_failed(write, exc):
+                            raise
 
         return emit
+
+    def _sink_failed(self, write: Callable[[dict[str, Any]], None], exc: Exception) -> bool:
+        """Count a sink's failure (emitter's lock held); True if the sink wants
+        its exception raised out of the call (``propagate_errors``)."""
+        sink = getattr(write, "__self__", None)
+        if getattr(sink, "propagate_errors", False):
+            return True
+        self.sink_errors += 1
+        self.last_sink_error = exc
+        if id(sink) not in self._warned:
+            self._warned.add(id(sink))
+            logger.warning("refqueue.events: sink %r raised %s: %s; it misses that record and the queue carries on "
+                           "(EventLog.sink_errors counts such failures)", sink, type(exc).__name__, exc)
+        return False
 
     def flush(self) -> None:
         for sink in self._sinks:

@@ -38,6 +38,10 @@ class Monitor:
     before it is used; the queue's store's records are checked too when the
     store logs to the same ``EventLog``."""
 
+    # An EventLog raises this sink's exception (TraceViolation) out of the queue
+    # call that emitted the record, where it swallows other sinks' failures.
+    propagate_errors = True
+
     def __init__(self, queue: Any, on_violation: str = "log") -> None:
         if on_violation not in ("log", "raise"):
             raise ValueError(f"Monitor(on_violation) must be 'log' or 'raise', got {on_violation!r}")
