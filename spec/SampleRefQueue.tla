@@ -1144,9 +1144,10 @@ FairSpec ==
     /\ \A p \in Producers : WF_vars(TryPut(p))
     \* The collector runs (the reclaimer loop's collect_intents, gc(), any
     \* later client): a recorded scrub intent is eventually scrubbed, whether
-    \* or not the committing client lived to do it.
-    /\ \A s \in SampleSet : WF_vars(ScrubIntent(s))
+    \* or not the committing client lived to do it.  (Stated only where there
+    \* are intents: TLC's liveness check pays for every fairness condition.)
+    /\ TwoStepAck => \A s \in SampleSet : WF_vars(ScrubIntent(s))
     \* After a detected loss the operator recovers the queue: every sample it
     \* forgot is eventually re-put.
-    /\ \A s \in SampleSet : WF_vars(Recover(s))
+    /\ MaxRestarts > 0 => \A s \in SampleSet : WF_vars(Recover(s))
 =============================================================================

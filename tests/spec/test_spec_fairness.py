@@ -24,8 +24,8 @@ FAIRNESS = {
     "reclaim runs": r"/\ WF_vars(ReclaimExpired)",
     "time advances": r"/\ WF_vars(Tick)",
     "blocked producers keep stepping": r"/\ \A p \in Producers : WF_vars(TryPut(p))",
-    "intents are scrubbed": r"/\ \A s \in SampleSet : WF_vars(ScrubIntent(s))",
-    "lost queues are recovered": r"/\ \A s \in SampleSet : WF_vars(Recover(s))",
+    "intents are scrubbed": r"/\ TwoStepAck => \A s \in SampleSet : WF_vars(ScrubIntent(s))",
+    "lost queues are recovered": r"/\ MaxRestarts > 0 => \A s \in SampleSet : WF_vars(Recover(s))",
 }
 
 LIVENESS = "MCLiveness"  # cut down, see _copy
