@@ -214,6 +214,18 @@ def test_every_state_change_over_a_corrupted_key_fails_whole(redis_server, admin
         assert not admin.hexists(q._prefix + "meta", "lost")
 
 
+def test_a_wake_up_that_fails_after_a_commit_never_fails_the_call(redis_server, admin, queue_name):
+    # found by tests/fuzz/test_fuzz_redis.py: an ack committed, then the wake-up of
+    # the waiting producers (another script) met a planted value and the ack raised
+    q = queue(redis_server.url, queue_name)
+    q.put(ref("a"))
+    lease = q.acquire_nowait()
+    admin.zadd(q._prefix + "producers", {"f" * 32: 2**50})  # a producer waits
+    admin.rpush(q._prefix + "parked", "x")  # and a list where a hash should be
+    assert q.ack(lease) is True
+    assert q.lease_state(lease) == "acked" and q.outstanding_count() == 0
+
+
 # -- 12. a restart without persistence ---------------------------------------------------------------
 
 

@@ -189,7 +189,8 @@ end
 -- The queue's state is what the client saw, or newer (see "State loss"):
 -- nil, or why not.  Marks the queue lost when a client saw more than it holds.
 local function guard()
-  local m = redis.call('HMGET', META, 'epoch', 'lost', 'version', 'tip', 'seq', 'room', 'dropped', 'closed', 'paused')
+  local m = redis.pcall('HMGET', META, 'epoch', 'lost', 'version', 'tip', 'seq', 'room', 'dropped', 'closed', 'paused')
+  if m['err'] then corrupt('key ' .. META .. ' is a ' .. redis.call('TYPE', META)['ok'] .. ', not a hash') end
   if not m[1] then
     return 'the queue has no state on the server (it restarted without persistence, was flushed, or its keys were deleted)'
   end

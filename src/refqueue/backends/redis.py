@@ -667,8 +667,15 @@ class RedisSampleRefQueue:
                 self._wait_for_room(token, nbytes, park_now, room, poll_interval)
         finally:
             if registered or parked:
-                with self._step_lock, self._connection("put_blocks_until_below"):
-                    self._run("unpark", token)
+                # leaving the waiting producers: a failure here must neither fail a put that
+                # committed nor hide the error that ended the call; the registration then
+                # runs out by itself (_PRODUCER_TTL_MS)
+                try:
+                    with self._step_lock, self._connection("put_blocks_until_below"):
+                        self._run("unpark", token)
+                except (RedisUnavailable, RedisRefused, QueueStateLost) as exc:
+                    logger.warning("put_blocks_until_below: queue %r: could not unregister the producer (%s); its "
+                                   "registration runs out in %d s", self._name, exc, _PRODUCER_TTL_MS // 1000)
 
     def _wait_for_room(self, token: str, nbytes: int, park_now: bool, room: str, poll_interval: float) -> None:
         """Register as a waiting producer (parking the ref on the first wait),
@@ -872,9 +879,17 @@ class RedisSampleRefQueue:
         return ref
 
     def _notify_room(self, call: str) -> None:
-        """Wake the waiting producers again, now that the data is scrubbed."""
-        with self._step_lock, self._connection(call):
-            self._run("notify_room")
+        """Wake the waiting producers again, now that the data is scrubbed.
+        The change that made room has committed: a server that cannot be
+        reached or refuses this wake-up must not make that call raise, so
+        the error is logged and the producers step again at their next wait
+        slice (at most ``BLOCK_SLICE``) instead."""
+        try:
+            with self._step_lock, self._connection(call):
+                self._run("notify_room")
+        except (RedisUnavailable, RedisRefused, QueueStateLost) as exc:
+            logger.warning("%s: queue %r: could not wake the waiting producers after the change committed (%s); "
+                           "they step again at their next wait slice", call, self._name, exc)
 
     def fail(self, lease: Lease) -> bool:
         """Live lease: back to the tail of pending with one more redelivery,
