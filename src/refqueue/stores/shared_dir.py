@@ -73,6 +73,7 @@ import socket
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,6 +191,8 @@ class SharedDirFeatureStore(FeatureStore):
         self._counters = Counters(meta / "counters.json")
         self._lock = threading.Lock()
         self._lock_fd = os.open(meta / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        # a store dropped without close() gives its descriptor back when collected
+        self._close_fd = weakref.finalize(self, os.close, self._lock_fd)
         # set when this process could not update the counters after a scrub
         # (a full disk): the next change under the lock recounts first
         self._recount_due = False
@@ -452,9 +455,13 @@ class SharedDirFeatureStore(FeatureStore):
                     with contextlib.suppress(FileNotFoundError):
                         dead = time.time() - part.lstat().st_mtime > orphan_age
                 if dead:
-                    with contextlib.suppress(FileNotFoundError):
+                    try:
                         part.unlink()
                         removed += 1
+                    except FileNotFoundError:
+                        pass
+                    except OSError as exc:  # not a file this store writes (a folder planted there)
+                        logger.warning("SharedDirFeatureStore.gc: cannot remove %s (%s); left in place", part, exc)
             resident, count, moved = self._recount()
             removed += moved
             self._counters.write(resident, count)
@@ -470,7 +477,7 @@ class SharedDirFeatureStore(FeatureStore):
             if not self._closed:
                 self._closed = True
                 self._handles.clear()
-                os.close(self._lock_fd)
+                self._close_fd()
 
     # -- helpers ----------------------------------------------------------------------
 
