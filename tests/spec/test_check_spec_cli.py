@@ -203,8 +203,10 @@ def test_a_simulation_that_finds_a_violation_exits_1_and_names_it(spec_dir, tmp_
             shutil.copy(path, spec / path.name)
     tla = spec / "SampleRefQueue.tla"
     text = tla.read_text()
-    assert text.count("\nBackpressureBound == QueueBytes < High + Largest\n") == 1
-    tla.write_text(text.replace("\nBackpressureBound == QueueBytes < High + Largest\n", f"\nBackpressureBound == {bound}\n"))
+    assert text.count("\nBackpressureBound == epoch = 0 => QueueBytes < High + Largest\n") == 1
+    tla.write_text(
+        text.replace("\nBackpressureBound == epoch = 0 => QueueBytes < High + Largest\n", f"\nBackpressureBound == {bound}\n")
+    )
     # The simulation runs only once the selected configs came out as recorded,
     # so the config run first must not check the broken invariant.
     cfg = spec / "MCFlapping.cfg"
