@@ -27,7 +27,8 @@ def test_certify_passes_and_writes_the_certificate(tmp_path, monkeypatch, capsys
     assert data["examples"] >= 5 and data["steps"] > 0
     assert set(data["coverage"]["world_graph"]) >= {"transitions", "transitions_total", "actions_never_tried"}
     assert data["capabilities"]["fifo"] is True
-    assert list(data["phases"]) == ["construction", "walks", "calls", "producers", "blocking", "threads", "lockstep"]
+    assert list(data["phases"]) == ["construction", "calls", "faults", "walks", "producers", "blocking", "threads", "lockstep"]
+    assert "skipped" in data["phases"]["faults"]  # the base declares no faults
     assert list(data["phases"]["producers"]["checks"]) == ["deadlock", "orphan", "stress"]
     assert "  producers     3 checks (deadlock, orphan, stress), 22 blocking puts, slowest " in out
     assert "  blocking      18 checks, slowest wakeup " in out
@@ -43,12 +44,12 @@ def test_phase_runs_only_the_phases_asked_for_and_says_the_pass_is_partial(tmp_p
     out = capsys.readouterr().out
     assert rc == 0, out
     assert out.startswith("refqueue certify: PASS (partial)  conformance.mutants._base:make  (profile ci")
-    assert "  not run       phases construction, walks, producers, threads, lockstep: not requested (--phase)" in out
+    assert "  not run       phases construction, faults, walks, producers, threads, lockstep: not requested (--phase)" in out
     data = json.loads((tmp_path / "conformance_mutants_base_make.json").read_text())
     assert list(data["phases"]) == ["calls", "blocking"]  # in the kit's order, whatever the order asked
     assert data["partial"] is True
-    assert data["phases_not_requested"] == ["construction", "walks", "producers", "threads", "lockstep"]
-    assert "(partial: phases not requested: construction, walks, producers, threads, lockstep)" in (
+    assert data["phases_not_requested"] == ["construction", "faults", "walks", "producers", "threads", "lockstep"]
+    assert "(partial: phases not requested: construction, faults, walks, producers, threads, lockstep)" in (
         tmp_path / "conformance_mutants_base_make.md"
     ).read_text()
 
@@ -120,7 +121,7 @@ def test_certify_validates_its_arguments():
         certify("conformance.mutants._base:make", profile="fast")
     with pytest.raises(ValueError, match=r"^steps must be an int >= 1 \(rules per lockstep example\), got 0$"):
         certify("conformance.mutants._base:make", steps=0)
-    with pytest.raises(ValueError, match=r"^phases must be a non-empty subset of \('construction', 'walks', 'calls', 'producers', 'blocking', 'threads', 'lockstep'\), got \('x',\)$"):
+    with pytest.raises(ValueError, match=r"^phases must be a non-empty subset of \('construction', 'calls', 'faults', 'walks', 'producers', 'blocking', 'threads', 'lockstep'\), got \('x',\)$"):
         certify("conformance.mutants._base:make", phases=("x",))
     with pytest.raises(ValueError, match=r"^producer_bound must be a number of seconds in \(0, 3600\), got -1$"):
         certify("conformance.mutants._base:make", producer_bound=-1)

@@ -70,7 +70,7 @@ def test_capabilities_are_bools():
     with pytest.raises(TypeError, match=r"^Capabilities\.fifo must be a bool, got 1 \(int\); pass True or False$"):
         Capabilities(fifo=1)
     caps = Capabilities(fifo=False, dedup_window=False)
-    assert caps.lacking() == ["fifo", "dedup_window"]
+    assert caps.lacking() == ["fifo", "dedup_window", "faults"]  # faults is off unless declared
     assert caps.to_dict()["extend"] is True
 
 

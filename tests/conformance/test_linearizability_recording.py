@@ -67,7 +67,7 @@ def test_certify_rejects_a_reclaim_race_in_the_threads_phase_only(tmp_path, caps
     out = capsys.readouterr().out
     assert rc == 1, out
     data = json.loads((tmp_path / "conformance_mutants_reclaim_snapshot_make.json").read_text())
-    assert list(data["phases"]) == ["construction", "walks", "calls", "producers", "blocking", "threads"]
+    assert list(data["phases"]) == ["construction", "calls", "faults", "walks", "producers", "blocking", "threads"]
     failure = data["failure"]
     assert failure["phase"] == "threads"
     assert failure["message"].startswith("history ") and " is not linearizable: after the longest" in failure["message"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from refqueue.conformance import blocking, producers
+from refqueue.conformance import blocking, faults, producers
 
 pytest_plugins = ("pytester",)
 pytestmark = pytest.mark.torch
@@ -84,4 +84,9 @@ def test_a_failing_check_fails_alone_and_the_checks_after_it_are_skipped(pyteste
     assert "the phase stopped at its failing check acquire-woken-by-fail" in out
     assert [n for n, s in status.items() if s == "FAILED"] == [failing]
     assert "Replay it with this test:" in out
-    result.assert_outcomes(failed=1, passed=sum(s == "PASSED" for s in status.values()) + 1, skipped=len(later))
+    # the backend declares no faults: each check of that phase is skipped, with why
+    for check in faults.CHECKS:
+        assert status[f"refqueue-conformance[faults:{check}]"] == "SKIPPED", out
+    result.assert_outcomes(
+        failed=1, passed=sum(s == "PASSED" for s in status.values()) + 1, skipped=len(later) + len(faults.CHECKS)
+    )

@@ -162,3 +162,41 @@ def test_explore_refuses_sizes_that_would_run_for_ever(argv, expected, capsys):
         main(["explore", *argv, "--no-anchor", "--quiet"])
     assert exited.value.code == 2
     assert re.search(expected, capsys.readouterr().err)
+
+
+# -- issue 21, defects 8 and 20: certify's options ----------------------------------------------
+# On 7655507, ``certify -o url=redis://:PW@...`` printed the options, password
+# included, when the backend could not be built; ``-o`` with JSON nested 60,000
+# deep ended in a RecursionError traceback, exit 1.
+
+SECRET = "s3cret-PW-8f"
+
+
+@pytest.mark.parametrize("url", [f"redis://:{SECRET}@127.0.0.1:1/0", f"redis://user:{SECRET}@127.0.0.1:1/0",
+                                 f"redis://127.0.0.1:1/0?password={SECRET}"])
+def test_certify_never_prints_a_password_given_in_an_option(tmp_path, monkeypatch, capsys, url):
+    source = (
+        "def make(store, clock, **config):\n"
+        "    raise ValueError('cannot reach ' + repr(config.get('url')))\n"
+    )
+    name = backend_module(tmp_path, monkeypatch, source)
+    assert main(["certify", f"{name}:make", "-o", f"url={url}", "--no-progress", "--report", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("refqueue certify: ") and "***" in err and SECRET not in err, err
+
+
+def test_certify_the_redis_backend_on_a_dead_url_never_prints_its_password(tmp_path, capsys):
+    pytest.importorskip("redis")
+    url = f"redis://:{SECRET}@127.0.0.1:1/0"
+    assert main(["certify", "refqueue.backends.redis:make", "-o", f"url={url}", "--no-progress",
+                 "--report", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("refqueue certify: ") and SECRET not in err, err
+
+
+def test_certify_with_an_option_nested_too_deeply_exits_2(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["certify", "-o", "x=" + "[" * 60_000 + "]" * 60_000, "--no-progress"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "-o x=" in err and "nests JSON too deeply" in err and "Traceback" not in err, err[:500]

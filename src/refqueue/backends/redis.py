@@ -1539,7 +1539,7 @@ def _forget(client: Any, keys: list[str]) -> None:
 def _capabilities() -> Any:
     from refqueue.conformance.contract import Capabilities
 
-    return Capabilities()
+    return Capabilities(faults=True)
 
 
 def _faults() -> Any:

@@ -7,22 +7,89 @@ A backend is a factory ``make(store, clock, **config) -> queue`` (see
     pytest --refqueue-backend=MODULE:FACTORY   # inside a pytest run
     refqueue.conformance.certify("module:factory")
 
-The pieces: ``harness`` (one backend in lockstep with the model, every
-observable compared), ``lockstep`` (the Hypothesis state machine over it),
-``walks`` (random walks on, and an exhaustive cover of, the explorer's world
-graph), ``history`` and ``linearizability`` (real multi-threaded histories
-and their Wing & Gong check against the model), ``producers`` (several
-producers blocked at once, with real threads: D8), ``render`` (a failing run as
-a pytest function), ``certify`` (all of it, and the certificate).  Importing this package needs neither torch nor
-Hypothesis; running a certification needs both.
+Importing this package needs neither torch nor Hypothesis; running a
+certification needs both.
+
+Layout
+------
+A certification is a list of *phases* composed into one certificate.  A
+phase is one module with one small interface (``phase``: its name, the
+capabilities it needs, ``run(context) -> PhaseResult`` with its verdict,
+counts, coverage, checks not run, failure and the source of its replay).
+``certify`` runs them in the order of ``phases.PHASES`` and merges their
+results; it knows nothing else of them, and adding a phase touches no other.
+
+The phases, in the order they run (each module ``refqueue.conformance.NAME``):
+
+``construction``  configurations the model rejects must make the factory
+                  raise, those it accepts must construct.  Imports
+                  ``harness`` (ModelConfig), ``session``, ``render``.
+``walks``         seeded random walks on (``--exhaustive``: a cover of every
+                  transition of) the kit's world graphs, every step compared
+                  with the model; coverage of the graphs and of the
+                  interesting situations.  Imports ``worlds`` (the graphs and
+                  what capabilities leave out), ``walker`` (the drivers),
+                  ``coverage``, ``harness``.
+``calls``         the values and calls no walk makes (infinite poll interval,
+                  the reclaimer twice, ``with queue:``, altered epochs, two
+                  queues on one store, a failing scrub, JSON round trips, a
+                  1,200-lease soak), each a named check.  Imports ``probe``
+                  (one queue, its calls judged), ``harness`` (the soak).
+``faults``        for a backend that declares it (``Capabilities(faults=True)``
+                  and ``FaultHooks``): lost replies at every state-changing
+                  call, a client killed between commit and scrub, the
+                  reclaimer under faults, durable and lossy server restarts,
+                  and a history of clients in three processes checked for
+                  linearizability, each a named check.  Imports
+                  ``fault_replies`` and ``fault_crashes`` (the checks),
+                  ``fault_run`` (a check's clients, model and history),
+                  ``processes`` (the multi-process recording),
+                  ``linearizability``, ``probe``.
+``producers``     several producers blocked at once with real threads (D8:
+                  the pre-D8 deadlock, an orphan, a stress run), each a named
+                  check.  Imports ``producer_threads`` (threads and
+                  bookkeeping), ``session``.
+``blocking``      wakeups with real threads and bounded waits, backpressure,
+                  callbacks, the reclaimer, each a named check.  Imports
+                  ``blocking_consumers`` and ``blocking_producers`` (the
+                  checks), ``wakeups`` (threads, bounded waits, measured
+                  wakeups).
+``threads``       real multi-threaded histories checked for linearizability;
+                  an illegal one shrunk.  Imports ``history`` (recording),
+                  ``linearizability`` (the Wing & Gong checker), ``shrink``.
+``lockstep``      the Hypothesis state machine run in lockstep with the
+                  model, a failure shrunk by deleting rules.  Imports
+                  ``harness``, ``shrink``.
+
+The shared pieces: ``contract`` (the factory, ``Capabilities``,
+``FaultHooks``, ``ClientCrashed``, ``load_backend``), ``phase`` (the interface, ``Check``/``ChecksReport`` for
+the phases made of named checks), ``phases`` (their names and modules, light
+enough for the command line), ``profiles`` (``ci``, ``deep``), ``certify``
+(the composition), ``certificate`` (the merged verdicts as JSON and
+Markdown), ``harness`` (one backend in lockstep with the model, every
+observable compared), ``session`` and ``samples`` (the kit's queues, stores
+and tensors), ``render`` (a failing run as a pytest module), ``progress``,
+``cli`` (``refqueue certify``) and ``plugin`` (``pytest --refqueue-backend``:
+one test per phase, or per named check of a phase that is ``split``).
 """
 
-from refqueue.conformance.contract import CONFIG_KEYS, Backend, Capabilities, backend_of, load_backend, rejection_kind
+from refqueue.conformance.contract import (
+    CONFIG_KEYS,
+    Backend,
+    Capabilities,
+    ClientCrashed,
+    FaultHooks,
+    backend_of,
+    load_backend,
+    rejection_kind,
+)
 
 __all__ = [
     "CONFIG_KEYS",
     "Backend",
     "Capabilities",
+    "ClientCrashed",
+    "FaultHooks",
     "backend_of",
     "certify",
     "load_backend",

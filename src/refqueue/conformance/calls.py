@@ -44,7 +44,11 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     model (a deadline heap that loses entries past a thousand shows here).
 
 A check whose capability the backend declares absent is listed as not run,
-with the reason; it never passes.
+with the reason; it never passes.  The checks are ``NAMED_CHECKS``, run in
+that order by ``check_calls``; a failure's replay runs the failing check again.
+
+Imports: ``probe`` (the queue each check makes), ``harness`` (the soak),
+``samples``, ``render``.
 """
 
 from __future__ import annotations
@@ -52,236 +56,51 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from refqueue.clock import ManualClock
-from refqueue.conformance.contract import Backend, load_backend, rejection_kind
+from refqueue.conformance.contract import Backend, load_backend
 from refqueue.conformance.harness import Divergence, Harness, ModelConfig
-from refqueue.conformance.samples import STORE_META, default_store, sample_tensors
+from refqueue.conformance.phase import (
+    Check, ChecksReport, Context, PhaseBase, PhaseResult, checks_counts, checks_doc, checks_result, select_checks,
+)  # fmt: skip
+from refqueue.conformance.probe import WITHIN, Failed, NotRun, Probe, ScrubSwitch, bounded
+from refqueue.conformance.render import replay_module
+from refqueue.conformance.samples import default_store
 from refqueue.refs import SampleRef
-from refqueue.store import FeatureStore
 
-__all__ = ["CHECKS", "SOAK", "WITHIN", "CallsReport", "ScrubSwitch", "check_calls"]
+__all__ = ["CHECKS", "NAMED_CHECKS", "PHASE", "SOAK", "WITHIN", "CallsReport", "ScrubSwitch", "check_calls"]
 
-WITHIN = 5.0  # seconds a call that must return at once may take before it counts as hung
 SOAK = 1200  # leases outstanding at once in the deadline soak
-
-# Check name -> (what it checks, the capabilities it needs).
-CHECKS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "acquire-poll-inf": ("acquire(poll_interval=math.inf) returns at once with a ref or on a drained queue", ()),
-    "reclaimer-twice": ("start_reclaimer twice raises RuntimeError; stop_reclaimer twice; start again", ("reclaimer",)),
-    "with-queue": ("with queue: closes the queue and stops its reclaimer, never the store", ("reclaimer",)),
-    "lease-epoch-empty": ("a lease whose epoch is '' is foreign; nothing changes", ()),
-    "lease-epoch-altered": ("a lease whose epoch was altered is foreign; nothing changes", ()),
-    "two-queues-one-store": ("two queues on one store have different epochs and refuse each other's leases", ()),
-    "scrub-fails": ("an ack (dead_letter) whose scrub raises commits nothing", ()),
-    "json-round-trip": ("refs and leases round-trip through JSON field by field", ("lease_json",)),
-    "deadline-soak": (f"{SOAK} leases with distinct deadlines reclaimed in steps, as the model says", ("injected_clock",)),
-}
-
 _LEASE_FIELDS = ("ref", "deadline", "visibility_timeout", "redelivery_count", "lease_id", "epoch")
-
-
-@dataclass
-class CallsReport:
-    checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {"what", "seconds"}
-    not_run: dict[str, str] = field(default_factory=dict)  # name -> why
-    failure: str | None = None
-    failed_check: str | None = None
-    steps: int = 0
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None
-
-
-class _Failed(Exception):
-    pass
-
-
-class _NotRun(Exception):
-    """The check cannot run on this backend (its own store is too small); the reason."""
-
-
-class ScrubSwitch(FeatureStore):
-    """A store that forwards every call to ``inner``, and whose ``scrub``
-    raises ``OSError`` while ``failing`` is set (a disk that went away)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.failing = False
-        self.scrubs_refused = 0
-
-    @property
-    def uri(self) -> str:
-        return self.inner.uri
-
-    @property
-    def high_watermark_bytes(self) -> int | None:
-        return self.inner.high_watermark_bytes
-
-    @property
-    def low_watermark_bytes(self) -> int | None:
-        return self.inner.low_watermark_bytes
-
-    @property
-    def capacity_bytes(self) -> int | None:
-        return self.inner.capacity_bytes
-
-    def put(self, sample_id: str, tensors: Any, **meta: Any) -> SampleRef:
-        return self.inner.put(sample_id, tensors, **meta)
-
-    def get(self, ref: SampleRef, device: Any = None) -> Any:
-        return self.inner.get(ref, device)
-
-    def release(self, handle: Any) -> None:
-        self.inner.release(handle)
-
-    def scrub(self, ref: SampleRef) -> bool:
-        if self.failing:
-            self.scrubs_refused += 1
-            raise OSError(f"scrub({ref.sample_id!r}) failed on demand (the conformance kit's failing store)")
-        return self.inner.scrub(ref)
-
-    def gc(self) -> int:
-        return self.inner.gc()
-
-    def health(self) -> Any:
-        return self.inner.health()
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-class _Queue:
-    """One queue of the backend on its own (or a given) store, with a manual clock."""
-
-    def __init__(self, backend: Backend, *, store: Any = None, clock: ManualClock | None = None, **config: Any) -> None:
-        self.backend = backend
-        self.caps = backend.capabilities
-        self.own_store = store is None
-        if store is None:
-            store = backend.make_store() if backend.make_store is not None else default_store()
-        self.store = store
-        self.clock = clock or ManualClock(100.0)
-        self.calls = 0
-        config.setdefault("visibility_timeout", 30.0)
-        self.q = backend.factory(store, self.clock, on_pause=lambda h: None, on_resume=lambda h: None, **config)
-        self._tags = 0
-
-    def call(self, what: str, fn: Callable[[], Any]) -> Any:
-        self.calls += 1
-        try:
-            return fn()
-        except Exception as exc:  # noqa: BLE001 - any raise of a call that must return is a failure
-            raise _Failed(f"{what} raised {type(exc).__name__}: {exc}") from exc
-
-    def refuses(self, what: str, fn: Callable[[], Any], kind: str) -> None:
-        self.calls += 1
-        try:
-            value = fn()
-        except Exception as exc:  # noqa: BLE001 - classified below
-            got = rejection_kind(exc)
-            if got != kind:
-                raise _Failed(f"{what} raised {type(exc).__name__} (kind {got!r}): {exc}; docs/API.md says {kind!r}") from exc
-            return
-        raise _Failed(f"{what} returned {value!r}; docs/API.md says it raises ({kind!r})")
-
-    def ref(self, sample_id: str) -> Any:
-        self._tags += 1
-        return self.call(
-            f"store.put({sample_id!r})",
-            lambda: self.store.put(sample_id, sample_tensors(1, self._tags), num_tokens=1, **STORE_META),
-        )
-
-    def leased(self, sample_id: str) -> Any:
-        ref = self.ref(sample_id)
-        self.call(f"put({sample_id!r})", lambda: self.q.put(ref))
-        lease = self.acquire(f"acquire() with {sample_id!r} pending")
-        if lease is None or lease.ref.sample_id != sample_id:
-            raise _Failed(f"acquire() with only {sample_id!r} pending returned {lease!r}")
-        return lease
-
-    def acquire(self, what: str) -> Any:
-        if self.caps.acquire_nowait:
-            return self.call(what, self.q.acquire_nowait)
-        return self.call(what, lambda: self.q.acquire(poll_interval=0.001))
-
-    def counts(self) -> tuple[int, int, int]:
-        health = self.store.health()
-        return self.q.pending_count(), self.q.outstanding_count(), health.resident_bytes
-
-    def expect_counts(self, want: tuple[int, int, int], after: str) -> None:
-        got = self.counts()
-        if got != want:
-            names = ("pending_count()", "outstanding_count()", "health().resident_bytes")
-            wrong = [f"{n} is {g!r}, expected {w!r}" for n, g, w in zip(names, got, want) if g != w]
-            raise _Failed(f"after {after}: " + "; ".join(wrong))
-
-    def close(self) -> None:
-        if self.caps.reclaimer:
-            try:
-                self.q.stop_reclaimer()
-            except Exception:  # noqa: BLE001 - a check already judged the reclaimer
-                pass
-        if self.own_store:
-            try:
-                self.store.close()
-            except Exception:  # noqa: BLE001
-                pass
-
-
-def _bounded(what: str, fn: Callable[[], Any], within: float = WITHIN) -> Any:
-    """``fn()`` in a daemon thread joined with a timeout: its value, or _Failed."""
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name=f"refqueue-calls-{what}", daemon=True).start()
-    if not done.wait(within):
-        raise _Failed(f"{what} had not returned after {within} s; it must return at once")
-    if "error" in box:
-        error = box["error"]
-        raise _Failed(f"{what} raised {type(error).__name__}: {error}") from error
-    return box.get("value")
+CallsReport = ChecksReport
 
 
 # -- the checks ----------------------------------------------------------------------
 
 
 def _acquire_poll_inf(backend: Backend) -> int:
-    qq = _Queue(backend)
+    qq = Probe(backend)
     try:
         ref = qq.ref("a")
         qq.call("put('a')", lambda: qq.q.put(ref))
-        lease = _bounded("acquire(poll_interval=math.inf) with 'a' pending", lambda: qq.q.acquire(poll_interval=math.inf))
+        lease = bounded("acquire(poll_interval=math.inf) with 'a' pending", lambda: qq.q.acquire(poll_interval=math.inf))
         if lease is None or lease.ref.sample_id != "a":
-            raise _Failed(f"acquire(poll_interval=math.inf) with 'a' pending returned {lease!r}; expected a lease on 'a'")
+            raise Failed(f"acquire(poll_interval=math.inf) with 'a' pending returned {lease!r}; expected a lease on 'a'")
         if qq.call("ack(lease)", lambda: qq.q.ack(lease)) is not True:
-            raise _Failed("ack of the lease acquire(poll_interval=math.inf) returned did not return True")
+            raise Failed("ack of the lease acquire(poll_interval=math.inf) returned did not return True")
         qq.call("close()", qq.q.close)
-        got = _bounded("acquire(poll_interval=math.inf) on a closed, drained queue", lambda: qq.q.acquire(poll_interval=math.inf))
+        got = bounded("acquire(poll_interval=math.inf) on a closed, drained queue", lambda: qq.q.acquire(poll_interval=math.inf))
         if got is not None:
-            raise _Failed(f"acquire(poll_interval=math.inf) on a closed, drained queue returned {got!r}; expected None")
+            raise Failed(f"acquire(poll_interval=math.inf) on a closed, drained queue returned {got!r}; expected None")
         return qq.calls + 2
     finally:
         qq.close()
 
 
 def _reclaimer_twice(backend: Backend) -> int:
-    qq = _Queue(backend)
+    qq = Probe(backend)
     try:
         qq.call("start_reclaimer()", qq.q.start_reclaimer)
         qq.calls += 1
@@ -290,9 +109,9 @@ def _reclaimer_twice(backend: Backend) -> int:
         except RuntimeError:
             pass
         except Exception as exc:  # noqa: BLE001
-            raise _Failed(f"a second start_reclaimer() raised {type(exc).__name__}: {exc}; docs/API.md says RuntimeError") from exc
+            raise Failed(f"a second start_reclaimer() raised {type(exc).__name__}: {exc}; docs/API.md says RuntimeError") from exc
         else:
-            raise _Failed("a second start_reclaimer() returned; docs/API.md says RuntimeError (one is already running)")
+            raise Failed("a second start_reclaimer() returned; docs/API.md says RuntimeError (one is already running)")
         qq.call("stop_reclaimer()", qq.q.stop_reclaimer)
         qq.call("a second stop_reclaimer()", qq.q.stop_reclaimer)
         qq.call("start_reclaimer() after stop_reclaimer()", qq.q.start_reclaimer)
@@ -303,24 +122,24 @@ def _reclaimer_twice(backend: Backend) -> int:
 
 
 def _with_queue(backend: Backend) -> int:
-    qq = _Queue(backend)
+    qq = Probe(backend)
     try:
         if not hasattr(type(qq.q), "__enter__") or not hasattr(type(qq.q), "__exit__"):
-            raise _Failed(f"{type(qq.q).__name__} has no __enter__/__exit__; docs/API.md: `with queue as q:` closes it")
+            raise Failed(f"{type(qq.q).__name__} has no __enter__/__exit__; docs/API.md: `with queue as q:` closes it")
         qq.call("start_reclaimer()", qq.q.start_reclaimer)
         ref = qq.ref("a")
         with qq.q as entered:
             if entered is not qq.q:
-                raise _Failed(f"`with queue as q:` bound q to {entered!r}, not the queue")
+                raise Failed(f"`with queue as q:` bound q to {entered!r}, not the queue")
             if qq.q.is_closed:
-                raise _Failed("`with queue as q:` closed the queue on entry; it starts and closes nothing on entry")
+                raise Failed("`with queue as q:` closed the queue on entry; it starts and closes nothing on entry")
             qq.call("put('a') inside the with block", lambda: qq.q.put(ref))
         qq.calls += 1
         if not qq.q.is_closed:
-            raise _Failed("after `with queue:` exited, is_closed is False; the exit closes the queue")
+            raise Failed("after `with queue:` exited, is_closed is False; the exit closes the queue")
         qq.call("store.health() after `with queue:` exited (the store stays open)", qq.store.health)
         if qq.q.pending_count() != 1:
-            raise _Failed(f"after `with queue:` exited, pending_count() is {qq.q.pending_count()}; close drops nothing")
+            raise Failed(f"after `with queue:` exited, pending_count() is {qq.q.pending_count()}; close drops nothing")
         qq.call("start_reclaimer() after `with queue:` exited (the exit stopped the reclaimer)", qq.q.start_reclaimer)
         qq.call("stop_reclaimer()", qq.q.stop_reclaimer)
         return qq.calls
@@ -330,7 +149,7 @@ def _with_queue(backend: Backend) -> int:
 
 def _altered_epoch(epoch: Callable[[str], str], label: str) -> Callable[[Backend], int]:
     def check(backend: Backend) -> int:
-        qq = _Queue(backend)
+        qq = Probe(backend)
         try:
             lease = qq.leased("a")
             twin = copy.copy(lease)
@@ -338,7 +157,7 @@ def _altered_epoch(epoch: Callable[[str], str], label: str) -> Callable[[Backend
             try:
                 object.__setattr__(twin, "epoch", new_epoch)
             except Exception as exc:  # noqa: BLE001
-                raise _Failed(f"cannot set a copied lease's epoch ({type(exc).__name__}: {exc})") from exc
+                raise Failed(f"cannot set a copied lease's epoch ({type(exc).__name__}: {exc})") from exc
             before = qq.counts()
             calls = [("ack", lambda: qq.q.ack(twin)), ("fail", lambda: qq.q.fail(twin))]
             if qq.caps.extend:
@@ -349,9 +168,9 @@ def _altered_epoch(epoch: Callable[[str], str], label: str) -> Callable[[Backend
                 qq.refuses(f"{name}(lease with epoch {new_epoch!r}) ({label})", call, "foreign")
                 qq.expect_counts(before, f"{name}(lease with epoch {new_epoch!r})")
             if qq.caps.injected_clock and lease.deadline != 130.0:
-                raise _Failed(f"the lease's deadline is {lease.deadline!r}; expected 130.0 (clock 100 + timeout 30)")
+                raise Failed(f"the lease's deadline is {lease.deadline!r}; expected 130.0 (clock 100 + timeout 30)")
             if qq.call("ack(the real lease)", lambda: qq.q.ack(lease)) is not True:
-                raise _Failed(f"after the leases with epoch {new_epoch!r} were refused, ack of the real lease did not return True")
+                raise Failed(f"after the leases with epoch {new_epoch!r} were refused, ack of the real lease did not return True")
             return qq.calls
         finally:
             qq.close()
@@ -360,20 +179,20 @@ def _altered_epoch(epoch: Callable[[str], str], label: str) -> Callable[[Backend
 
 
 def _two_queues_one_store(backend: Backend) -> int:
-    first = _Queue(backend)
+    first = Probe(backend)
     try:
-        second = _Queue(backend, store=first.store, clock=first.clock)
+        second = Probe(backend, store=first.store, clock=first.clock)
         if first.q.epoch == second.q.epoch:
-            raise _Failed(f"two queues on one store share the epoch {first.q.epoch!r}; each queue needs its own")
+            raise Failed(f"two queues on one store share the epoch {first.q.epoch!r}; each queue needs its own")
         mine = first.leased("a")
         theirs = second.leased("b")
         second.refuses("second.ack(a lease of the first queue)", lambda: second.q.ack(mine), "foreign")
         first.refuses("first.ack(a lease of the second queue)", lambda: first.q.ack(theirs), "foreign")
         first.refuses("first.fail(a lease of the second queue)", lambda: first.q.fail(theirs), "foreign")
         if first.call("first.ack(its own lease)", lambda: first.q.ack(mine)) is not True:
-            raise _Failed("the first queue's ack of its own lease did not return True")
+            raise Failed("the first queue's ack of its own lease did not return True")
         if second.call("second.ack(its own lease)", lambda: second.q.ack(theirs)) is not True:
-            raise _Failed("the second queue's ack of its own lease did not return True")
+            raise Failed("the second queue's ack of its own lease did not return True")
         return first.calls + second.calls
     finally:
         first.close()
@@ -382,7 +201,7 @@ def _two_queues_one_store(backend: Backend) -> int:
 def _scrub_fails(backend: Backend) -> int:
     inner = backend.make_store() if backend.make_store is not None else default_store()
     store = ScrubSwitch(inner)
-    qq = _Queue(backend, store=store)
+    qq = Probe(backend, store=store)
     qq.own_store = False
     try:
         calls: list[tuple[str, Callable[[Any], Any]]] = [("ack", lambda lease: qq.q.ack(lease))]
@@ -399,17 +218,17 @@ def _scrub_fails(backend: Backend) -> int:
             except Exception:  # noqa: BLE001 - the store's failure reached the caller: as documented
                 pass
             else:
-                raise _Failed(f"{name}(lease) returned {value!r} although the store's scrub raised; it must raise")
+                raise Failed(f"{name}(lease) returned {value!r} although the store's scrub raised; it must raise")
             finally:
                 store.failing = False
             if store.scrubs_refused == 0:
-                raise _Failed(f"{name}(lease) of a live lease never called store.scrub")
+                raise Failed(f"{name}(lease) of a live lease never called store.scrub")
             qq.expect_counts(before, f"{name}(lease) whose scrub raised (nothing commits)")
             if dead is not None and list(qq.q.dead_letters()) != dead:
-                raise _Failed(f"after {name}(lease) whose scrub raised, dead_letters() changed; nothing commits")
+                raise Failed(f"after {name}(lease) whose scrub raised, dead_letters() changed; nothing commits")
             store.scrubs_refused = 0
             if qq.call(f"{name}(lease) again, the store scrubbing", lambda: call(lease)) is not True:
-                raise _Failed(f"{name}(lease) again, once the store scrubs, did not return True: the lease must still be live")
+                raise Failed(f"{name}(lease) again, once the store scrubs, did not return True: the lease must still be live")
         return qq.calls
     finally:
         qq.close()
@@ -421,22 +240,22 @@ def _field(obj: Any, name: str) -> Any:
 
 
 def _json_round_trip(backend: Backend) -> int:
-    qq = _Queue(backend)
+    qq = Probe(backend)
     try:
         lease = qq.leased("a")
         ref = lease.ref
         again = qq.call("SampleRef.from_json(ref.to_json())", lambda: SampleRef.from_json(ref.to_json()))
         for f in dataclasses.fields(SampleRef):
             if _field(again, f.name) != _field(ref, f.name):
-                raise _Failed(f"SampleRef.from_json(ref.to_json()).{f.name} is {_field(again, f.name)!r}, not {_field(ref, f.name)!r}")
+                raise Failed(f"SampleRef.from_json(ref.to_json()).{f.name} is {_field(again, f.name)!r}, not {_field(ref, f.name)!r}")
         if qq.call("fail(lease)", lambda: qq.q.fail(lease)) is not True:
-            raise _Failed("fail of a live lease did not return True")
+            raise Failed("fail of a live lease did not return True")
         redelivered = qq.acquire("acquire() after the fail")
         if redelivered is None or redelivered.redelivery_count != 1:
-            raise _Failed(f"acquire() after a fail returned {redelivered!r}; expected the ref again with redelivery_count 1")
+            raise Failed(f"acquire() after a fail returned {redelivered!r}; expected the ref again with redelivery_count 1")
         text = qq.call("lease.to_json()", redelivered.to_json)
         if not isinstance(text, str):
-            raise _Failed(f"lease.to_json() returned {type(text).__name__}, not a str of JSON")
+            raise Failed(f"lease.to_json() returned {type(text).__name__}, not a str of JSON")
         twin = qq.call("type(lease).from_json(lease.to_json())", lambda: type(redelivered).from_json(text))
         wrong = [
             f"{name} is {_field(twin, name)!r}, not {_field(redelivered, name)!r}"
@@ -444,9 +263,9 @@ def _json_round_trip(backend: Backend) -> int:
             if _field(twin, name) != _field(redelivered, name)
         ]
         if wrong:
-            raise _Failed("type(lease).from_json(lease.to_json()) differs field by field: " + "; ".join(wrong))
+            raise Failed("type(lease).from_json(lease.to_json()) differs field by field: " + "; ".join(wrong))
         if qq.call("ack(the round-tripped lease)", lambda: qq.q.ack(twin)) is not True:
-            raise _Failed("ack of the round-tripped lease did not return True")
+            raise Failed("ack of the round-tripped lease did not return True")
         return qq.calls
     finally:
         qq.close()
@@ -458,12 +277,12 @@ def _deadline_soak(backend: Backend) -> int:
     try:
         for cap, limit in (("capacity", h.cfg.capacity_bytes), ("max_samples", h.cfg.max_samples)):
             if limit is not None and limit < SOAK:
-                raise _NotRun(f"the backend's own store holds {limit} samples of one unit ({cap}); the soak needs {SOAK}")
+                raise NotRun(f"the backend's own store holds {limit} samples of one unit ({cap}); the soak needs {SOAK}")
         names = {}
         for sid in ids:
             ref = h.store_put(sid)
             if ref is None:
-                raise _Failed(f"the store refused the soak's sample {sid!r}, which the model says it holds")
+                raise Failed(f"the store refused the soak's sample {sid!r}, which the model says it holds")
             h.put(ref)
         for sid in ids:
             names[sid] = h.acquire()
@@ -483,52 +302,93 @@ def _deadline_soak(backend: Backend) -> int:
             h.reclaim()
         return len(h.trace)
     except Divergence as exc:
-        raise _Failed(f"the soak of {SOAK} leases diverged from the model: {exc}") from exc
+        raise Failed(f"the soak of {SOAK} leases diverged from the model: {exc}") from exc
     finally:
         h.dispose()
 
 
-_RUNNERS: dict[str, Callable[[Backend], int]] = {
-    "acquire-poll-inf": _acquire_poll_inf,
-    "reclaimer-twice": _reclaimer_twice,
-    "with-queue": _with_queue,
-    "lease-epoch-empty": _altered_epoch(lambda epoch: "", "an empty epoch"),
-    "lease-epoch-altered": _altered_epoch(lambda epoch: epoch + "x", "an altered epoch"),
-    "two-queues-one-store": _two_queues_one_store,
-    "scrub-fails": _scrub_fails,
-    "json-round-trip": _json_round_trip,
-    "deadline-soak": _deadline_soak,
-}
+NAMED_CHECKS: tuple[Check, ...] = (
+    Check("acquire-poll-inf", "acquire(poll_interval=math.inf) returns at once with a ref or on a drained queue", _acquire_poll_inf),
+    Check(
+        "reclaimer-twice", "start_reclaimer twice raises RuntimeError; stop_reclaimer twice; start again", _reclaimer_twice,
+        ("reclaimer",),
+    ),
+    Check("with-queue", "with queue: closes the queue and stops its reclaimer, never the store", _with_queue, ("reclaimer",)),
+    Check("lease-epoch-empty", "a lease whose epoch is '' is foreign; nothing changes", _altered_epoch(lambda epoch: "", "an empty epoch")),
+    Check(
+        "lease-epoch-altered", "a lease whose epoch was altered is foreign; nothing changes",
+        _altered_epoch(lambda epoch: epoch + "x", "an altered epoch"),
+    ),
+    Check(
+        "two-queues-one-store", "two queues on one store have different epochs and refuse each other's leases",
+        _two_queues_one_store,
+    ),
+    Check("scrub-fails", "an ack (dead_letter) whose scrub raises commits nothing", _scrub_fails),
+    Check("json-round-trip", "refs and leases round-trip through JSON field by field", _json_round_trip, ("lease_json",)),
+    Check(
+        "deadline-soak", f"{SOAK} leases with distinct deadlines reclaimed in steps, as the model says", _deadline_soak,
+        ("injected_clock",),
+    ),
+)  # fmt: skip
+CHECKS = tuple(c.name for c in NAMED_CHECKS)
+_BY_NAME = {c.name: c for c in NAMED_CHECKS}
 
 
-def check_calls(backend: Backend | str, *, checks: tuple[str, ...] | None = None) -> CallsReport:
+def check_calls(backend: Backend | str, *, checks: tuple[str, ...] | None = None) -> ChecksReport:
     """Run ``checks`` (default: all of ``CHECKS``) on ``backend``; stops at the first failure."""
     if isinstance(backend, str):
         backend = load_backend(backend)
-    names = tuple(CHECKS) if checks is None else checks
-    unknown = [n for n in names if n not in CHECKS]
-    if unknown or not names:
-        raise ValueError(f"checks must be a non-empty subset of {tuple(CHECKS)}, got {checks!r}")
-    report = CallsReport()
+    names = select_checks(CHECKS, checks)
+    report = ChecksReport()
     caps = backend.capabilities.to_dict()
     started = time.perf_counter()
     for name in names:
-        what, needs = CHECKS[name]
-        missing = [c for c in needs if not caps[c]]
+        check = _BY_NAME[name]
+        missing = [c for c in check.needs if not caps[c]]
         if missing:
             report.not_run[name] = f"{', '.join(missing)}=False declared"
             continue
         t0 = time.perf_counter()
         try:
-            report.steps += _RUNNERS[name](backend)
-        except _NotRun as exc:
+            report.steps += check.run(backend)
+        except NotRun as exc:
             report.not_run[name] = str(exc)
             continue
-        except _Failed as exc:
+        except Failed as exc:
             report.failure = f"{name}: {exc}"
             report.failed_check = name
-            report.checks[name] = {"what": what, "seconds": round(time.perf_counter() - t0, 3)}
+            report.checks[name] = {"what": check.what, "seconds": round(time.perf_counter() - t0, 3)}
             break
-        report.checks[name] = {"what": what, "seconds": round(time.perf_counter() - t0, 3)}
+        report.checks[name] = {"what": check.what, "seconds": round(time.perf_counter() - t0, 3)}
     report.seconds = time.perf_counter() - started
     return report
+
+
+class CallsPhase(PhaseBase):
+    name = "calls"
+    checks = CHECKS
+
+    def run(self, context: Context) -> PhaseResult:
+        context.progress.start("calls", len(CHECKS))
+        report = check_calls(context.backend)
+        context.progress.update(len(report.checks) + len(report.not_run), "checks", force=True)
+        counts = checks_counts(report, bounded=False, not_run=dict(report.not_run))
+        return checks_result(context, "calls", report, counts, _render)
+
+    def summary(self, name: str, entry: Mapping[str, Any]) -> list[str]:
+        not_run = f"; not run: {', '.join(entry['not_run'])}" if entry.get("not_run") else ""
+        return [f"  {name:<13} {len(entry['checks'])} checks, {entry['steps']:,} calls, {entry['seconds']} s{not_run}"]
+
+
+def _render(context: Context, report: ChecksReport) -> str:
+    """A pytest module that runs the failing check of the calls phase again."""
+    notes = ["This test runs the failing check again on a fresh queue; every wait in it is bounded."]
+    return replay_module(
+        checks_doc(context, "calls", report, "does not answer a call as docs/API.md says.", notes),
+        ["from refqueue.conformance.calls import check_calls", "from refqueue.conformance.contract import load_backend"],
+        [f"report = check_calls(BACKEND, checks=({report.failed_check!r},))", "assert report.ok, report.failure"],
+        target=context.target,
+    )
+
+
+PHASE = CallsPhase()

@@ -23,10 +23,11 @@ drawn on stderr while it runs.  Importing this module imports nothing heavy.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
-from refqueue.conformance.phases import PHASES
+from refqueue.conformance.phases import PHASES, phase, phase_of_entry
 
 __all__ = ["DEFAULT_BACKEND", "add_arguments", "run"]
 
@@ -165,7 +166,24 @@ def _option(text: str) -> tuple[str, Any]:
         value: Any = json.loads(raw)
     except ValueError:
         value = raw
+    except RecursionError:
+        raise argparse.ArgumentTypeError(
+            f"-o {key}=...: the value nests JSON too deeply ({len(raw):,} characters); pass a flatter value"
+        ) from None
     return key, value
+
+
+_USER_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:'\"]*):[^\s@'\"]*@")
+_QUERY_PASSWORD = re.compile(r"(?P<head>[?&;]password=)[^&#\s'\"]*", re.IGNORECASE)
+
+
+def redact(text: str) -> str:
+    """``text`` with the password of every URL in it replaced by ``***`` (the
+    one after a user, ``scheme://user:PASSWORD@host``, and a ``password=``
+    query parameter): what certify prints of options and of the errors a
+    factory raised about them."""
+    text = _USER_PASSWORD.sub(lambda m: f"{m['head']}:***@", text)
+    return _QUERY_PASSWORD.sub(lambda m: f"{m['head']}***", text)
 
 
 def _options(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -189,9 +207,9 @@ def _probe(backend: Any, options: dict[str, Any]) -> str | None:
     try:
         queue = backend.factory(store, ManualClock(100.0), **options, **config)
     except (TypeError, ValueError) as exc:
-        return f"{backend.target} rejects the options {options}: {exc}"
+        return redact(f"{backend.target} rejects the options {options}: {exc}")
     except Exception as exc:  # e.g. a server named by an option that cannot be reached
-        return f"{backend.target} cannot be built with the options {options}: {type(exc).__name__}: {exc}"
+        return redact(f"{backend.target} cannot be built with the options {options}: {type(exc).__name__}: {exc}")
     close = getattr(queue, "close", None)
     if callable(close):
         close()
@@ -211,7 +229,7 @@ def run(args: Any) -> int:
     try:
         options = _options(getattr(args, "options", []))
     except ValueError as exc:
-        print(f"refqueue certify: {exc}", file=sys.stderr)
+        print(f"refqueue certify: {redact(str(exc))}", file=sys.stderr)
         return 2
     if options:
         rejected = _probe(backend, options)
@@ -246,7 +264,7 @@ def run(args: Any) -> int:
         return 2
     error, cert = outcome
     if isinstance(error, ValueError):
-        print(f"refqueue certify: {error}", file=sys.stderr)
+        print(f"refqueue certify: {redact(str(error))}", file=sys.stderr)
         return 2
     if error is not None:
         raise error
@@ -313,72 +331,9 @@ def summary(cert: Any, paths: dict[str, Any]) -> str:
         if "skipped" in p:
             lines.append(f"  {name:<13} skipped: {p['skipped']}")
             continue
-        if name == "construction":
-            lines.append(f"  {name:<13} {p['configurations']} configurations")
-            continue
-        if name == "threads":
-            v = p["verdicts"]
-            histories = f"{p['histories']:,} histor{'y' if p['histories'] == 1 else 'ies'}"
-            lines.append(
-                f"  {name:<13} {histories} of {p['threads']} threads, {p['steps']:,} operations, "
-                f"{p['seconds']} s; linearizable: {v['ok']} ok, {v['illegal']} illegal, {v['unknown']} unknown"
-            )
-            continue
-        if name == "producers":
-            lines.append(
-                f"  {name:<13} {len(p['checks'])} checks ({', '.join(p['checks'])}), {p['blocking_puts']:,} blocking "
-                f"puts, slowest {p['slowest_put_s']} s (bound {p['bound_s']} s), {p['steps']:,} calls, {p['seconds']} s"
-            )
-            if p.get("work_bound_bytes"):
-                lines.append(
-                    f"  {'':<13} admitted work at most {p['max_work_bytes']:,} bytes (bound: below "
-                    f"{p['work_bound_bytes']:,}), residency at most {p['max_resident_bytes']:,} bytes (bound "
-                    f"{p['resident_bound_bytes']:,})"
-                )
-            continue
-        if name == "blocking":
-            not_run = f"; not run: {', '.join(p['not_run'])}" if p.get("not_run") else ""
-            lines.append(
-                f"  {name:<13} {len(p['checks'])} checks, slowest wakeup {p['slowest_wake_s']} s (bound "
-                f"{p['bound_s']} s), {p['steps']:,} calls, {p['seconds']} s{not_run}"
-            )
-            for check, seconds in p["check_seconds"].items():
-                wakes = p["latencies_s"].get(check)
-                wake = f", woken after {' / '.join(str(t) for t in wakes)} s" if wakes else ""
-                lines.append(f"  {'':<13} {check:<26} {seconds} s{wake}")
-            for check, why in p.get("not_run", {}).items():
-                lines.append(f"  {'':<13} {check:<26} not run: {why}")
-            continue
-        if name == "calls":
-            not_run = f"; not run: {', '.join(p['not_run'])}" if p.get("not_run") else ""
-            lines.append(f"  {name:<13} {len(p['checks'])} checks, {p['steps']:,} calls, {p['seconds']} s{not_run}")
-            continue
-        what = f"{p['examples']:,} examples" if name == "lockstep" else f"{p['walks']:,} walks"
-        if p.get("replays"):
-            what += f" ({p['replays']:,} replays)"
-        rate = f", {p['steps_per_second']:,} steps/s" if p.get("steps_per_second") else ""
-        lines.append(f"  {name:<13} {what}, {p['steps']:,} steps, {p['seconds']} s{rate}")
-    graph = cert.coverage.get("world_graph")
-    if graph:
-        lines.append(
-            f"  {'coverage':<13} world graph: {graph['transitions']:,}/{graph['transitions_total']:,} transitions "
-            f"({graph['transitions_share']}), {graph['nodes']:,}/{graph['nodes_total']:,} nodes ({graph['nodes_share']}), "
-            f"{len(graph['actions'])}/{graph['actions_total']} actions "
-            f"(never tried: {', '.join(graph['actions_never_tried']) or 'none'})"
-        )
-    situations = cert.coverage.get("situations")
-    if situations:
-        lines.append(
-            f"  {'':<13} situations: {situations['reached_count']}/{situations['total']} interesting situations "
-            f"reached ({situations['share']}; never reached: {', '.join(situations['never_reached']) or 'none'})"
-        )
-    ops = cert.coverage.get("lockstep")
-    if ops:
-        made = len(ops["made"])
-        lines.append(
-            f"  {'':<13} lockstep: {made}/{made + len(ops['never_made'])} operations "
-            f"(never made: {', '.join(ops['never_made']) or 'none'}), {ops['model_states']:,} model states"
-        )
+        lines += phase_of_entry(name).summary(name, p)
+    for name in PHASES:
+        lines += phase(name).coverage_summary(cert.coverage)
     lines.append(f"  {'duration':<13} {d['duration_s']} s")
     if cert.failure:
         f = cert.failure

@@ -26,6 +26,10 @@ The factory may carry two attributes:
     a zero-argument callable returning the ``FeatureStore`` to run against
     (default: the kit's ``LocalFeatureStore(device="cpu")`` with the caps and
     watermarks each run asks for, all others off)
+``faults``
+    the ``FaultHooks`` of a backend that declares ``Capabilities(faults=True)``:
+    what the ``faults`` phase uses to lose replies, kill a client between its
+    commit and its scrub, restart the server and open more clients
 
 The kit drives a backend only through that public API, never through private
 attributes, and maps a rejected call to the model's rejection kind with
@@ -40,9 +44,12 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["CONFIG_KEYS", "Backend", "Capabilities", "backend_of", "load_backend", "rejection_kind"]
+__all__ = [
+    "CONFIG_KEYS", "Backend", "Capabilities", "ClientCrashed", "FaultHooks", "backend_of", "load_backend",
+    "rejection_kind",
+]
 
 # The keyword arguments a factory may receive, in the order docs/API.md lists them.
 CONFIG_KEYS = (
@@ -81,6 +88,10 @@ class Capabilities:
     ``reclaimer``
         ``start_reclaimer(interval)``/``stop_reclaimer()`` exist (the blocking
         phase's reclaimer checks run only with it)
+    ``faults``
+        the factory carries ``FaultHooks`` as its ``faults`` attribute, and the
+        backend keeps D9 under the faults they inject (the ``faults`` phase).
+        The only flag that defaults to no: a backend opts in
 
     A capability declared absent shrinks the world the kit drives (the walks
     and ``--exhaustive`` run on the world graph without those actions); the
@@ -97,6 +108,7 @@ class Capabilities:
     abort_when: bool = True
     lease_json: bool = True
     reclaimer: bool = True
+    faults: bool = False
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -114,6 +126,74 @@ class Capabilities:
         """Names of the capabilities declared absent (what the run did not check)."""
         return [name for name, value in self.to_dict().items() if not value]
 
+    def left_out(self) -> list[dict[str, str]]:
+        """What the phases that drive the model (walks, lockstep, threads) leave
+        out for each capability declared absent: ``{"check", "why"}`` entries
+        of the certificate's list of checks not run."""
+        return [{"check": what, "why": f"{name}=False declared"} for name, what in LEFT_OUT.items() if not getattr(self, name)]
+
+
+# What the model-driven phases leave out for each absent capability.
+LEFT_OUT = {
+    "fifo": "FIFO order (acquire is checked against every pending ref instead)",
+    "extend": "extend: lease heartbeats (D7)",
+    "max_deliveries": "max_deliveries: dead-lettering at the delivery cap (D7)",
+    "dedup_window": "dedup_window: replayed ids refused (D5)",
+    "dead_letter": "dead_letter: explicit dead-lettering (D7)",
+    "injected_clock": "deadlines and reclaims of expired leases (no time passes)",
+    "acquire_nowait": "acquire_nowait: acquire is made only where it returns at once",
+    "abort_when": "put_blocks_until_below(abort_when=): blocking puts that would wait",
+    "lease_json": "Lease.to_json/from_json round trips",
+}
+
+
+class ClientCrashed(BaseException):
+    """What a fault hook raises when it kills a client in the middle of a call
+    (``FaultHooks.crash_after_commit``): the client is gone, and the kit never
+    uses it again.  A ``BaseException``, so a backend's own ``except
+    Exception`` does not swallow it."""
+
+
+@runtime_checkable
+class FaultHooks(Protocol):
+    """What a backend with ``Capabilities(faults=True)`` gives the ``faults``
+    phase (the factory's ``faults`` attribute); docs/CERTIFYING.md has the
+    contract of each.
+
+    ``intent_timeout``
+        seconds of the queue's clock after which a dead client's scrub intent
+        is collectable: ``reclaim_expired`` (and the background reclaimer)
+        collects it then
+    ``lose_next_reply(queue)``
+        the next call of that client that changes state runs on the server,
+        then its reply is lost: the call raises an error of kind ``"unavailable"``
+    ``crash_after_commit(queue)``
+        the next completion of that client (ack, dead_letter, a fail or reclaim
+        that dead-letters) commits, then the client dies: ``ClientCrashed``
+    ``restart(queue, durable=...)``
+        the server restarts keeping every acknowledged write (durable) or
+        empty; ``None`` when done, or why it cannot (the check is not run)
+    ``open_client(queue, store)``
+        another client of the same queue in this process
+    ``client_spec(queue)`` / ``open_from_spec(spec, store, clock)``
+        JSON naming the queue, and a client of it opened from that JSON in
+        another (spawned) process
+    """
+
+    intent_timeout: float
+
+    def lose_next_reply(self, queue: Any) -> None: ...
+
+    def crash_after_commit(self, queue: Any) -> None: ...
+
+    def restart(self, queue: Any, *, durable: bool) -> str | None: ...
+
+    def open_client(self, queue: Any, store: Any) -> Any: ...
+
+    def client_spec(self, queue: Any) -> dict[str, Any]: ...
+
+    def open_from_spec(self, spec: dict[str, Any], store: Any, clock: Any) -> Any: ...
+
 
 @dataclass(frozen=True)
 class Backend:
@@ -123,6 +203,7 @@ class Backend:
     factory: Callable[..., Any]
     capabilities: Capabilities
     make_store: Callable[[], Any] | None = None
+    faults: FaultHooks | None = None
 
 
 def backend_of(factory: Callable[..., Any], target: str | None = None) -> Backend:
@@ -149,7 +230,32 @@ def backend_of(factory: Callable[..., Any], target: str | None = None) -> Backen
             f"{name}.make_store must be a zero-argument callable returning a FeatureStore, got "
             f"{make_store!r}; remove it to use the kit's LocalFeatureStore"
         )
-    return Backend(name, factory, capabilities, make_store)
+    faults = getattr(factory, "faults", None)
+    if capabilities.faults:
+        if faults is None:
+            raise TypeError(
+                f"{name} declares Capabilities(faults=True) but has no faults attribute; give the factory its "
+                f"FaultHooks (factory.faults = ...), or declare faults=False"
+            )
+        missing = [
+            attr for attr in ("intent_timeout", "lose_next_reply", "crash_after_commit", "restart", "open_client",
+                              "client_spec", "open_from_spec")
+            if not hasattr(faults, attr)
+        ]
+        if missing:
+            raise TypeError(
+                f"{name}.faults is {faults!r}, which lacks {', '.join(missing)} of refqueue.conformance.FaultHooks; "
+                f"implement them (docs/CERTIFYING.md, the faults phase)"
+            )
+        timeout = faults.intent_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < 3600:
+            raise TypeError(
+                f"{name}.faults.intent_timeout must be a number of seconds in (0, 3600), got {timeout!r}; "
+                f"state after how long a dead client's scrub intent is collectable"
+            )
+    else:
+        faults = None  # not declared: the faults phase does not run, whatever the factory carries
+    return Backend(name, factory, capabilities, make_store, faults)
 
 
 def load_backend(target: str) -> Backend:

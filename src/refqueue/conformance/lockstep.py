@@ -19,12 +19,19 @@ Hypothesis generates; it does not shrink here (its stateful shrinker costs
 tens of seconds per bug).  ``run_lockstep`` instead replays the failing
 example's rules through a fresh backend and deletes rules while it still
 fails (``refqueue.conformance.shrink``), which takes well under a second.
+
+The ``lockstep`` phase (``PHASE``) runs it with the profile's examples and
+rules per example and reports the model states reached and the operations
+made and never made; a failure's replay is the shrunk run, call by call.
+Imports: ``harness``, ``shrink``, ``samples``, ``render`` (through
+``phase.harness_failure``).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,11 +43,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 
 from refqueue.conformance.contract import Backend
 from refqueue.conformance.harness import Failure, Harness, ModelConfig
+from refqueue.conformance.phase import Context, PhaseBase, PhaseResult, harness_failure, timed
 from refqueue.conformance.samples import LOCKSTEP_SIZES, default_limits, model_limits
 from refqueue.conformance.shrink import shrink
 from refqueue.model.state import make_config
 
-__all__ = ["RunStats", "STORES", "lockstep_machine", "lockstep_settings", "replay", "run_lockstep"]
+__all__ = ["LOCKSTEP_OPS", "PHASE", "RunStats", "STORES", "lockstep_machine", "lockstep_settings", "replay", "run_lockstep"]
 
 # The default stores an example may run against, in units (ignored when the
 # backend brings its own make_store).
@@ -418,3 +426,76 @@ def run_lockstep(
         pair = stats.pair
         stats.failure = shrink(stats.calls, lambda calls: replay(backend, pair, calls), stats.failure)
     return stats
+
+
+# -- the lockstep phase --------------------------------------------------------------------
+
+# Every operation the lockstep machine can make (the certificate lists those never made).
+LOCKSTEP_OPS = (
+    "store_put", "put", "try_put", "put_wrong", "acquire", "acquire_wait", "ack", "fail", "dead_letter",
+    "extend", "lease_wrong", "copy", "foreign", "get", "release", "tick", "reclaim", "close",
+)  # fmt: skip
+
+
+class LockstepPhase(PhaseBase):
+    """The ``lockstep`` phase: ``run_lockstep`` with the profile's examples and
+    rules per example; reports the model states reached and the operations
+    made and never made."""
+
+    name = "lockstep"
+
+    def model_units(self, capabilities: Any) -> int:
+        return sum(LOCKSTEP_SIZES.values())
+
+    def run(self, context: Context) -> PhaseResult:
+        profile, bar = context.profile, context.progress
+        bar.start("lockstep", profile.examples)
+        started = time.perf_counter()
+        stats = run_lockstep(
+            context.backend,
+            hypothesis_profile=profile.hypothesis_profile,
+            examples=profile.examples,
+            steps_per_example=context.steps or profile.steps_per_example,
+            seed_value=context.seed,
+            on_example=lambda s: bar.update(s.examples, f"examples · {s.steps:,} steps"),
+        )
+        seconds = time.perf_counter() - started
+        result = PhaseResult(timed(stats.steps, seconds, examples=stats.examples))
+        result.coverage["lockstep"] = {
+            "model_states": len(stats.states),
+            "made": dict(sorted(stats.ops.items(), key=lambda kv: -kv[1])),
+            "never_made": [op for op in LOCKSTEP_OPS if op not in stats.ops],
+        }
+        if stats.failure is not None:
+            result.failure, result.replay = harness_failure(context, "lockstep", stats.failure, stats.steps_to_failure)
+        return result
+
+    def summary(self, name: str, entry: Mapping[str, Any]) -> list[str]:
+        rate = f", {entry['steps_per_second']:,} steps/s" if entry.get("steps_per_second") else ""
+        return [f"  {name:<13} {entry['examples']:,} examples, {entry['steps']:,} steps, {entry['seconds']} s{rate}"]
+
+    def coverage_summary(self, coverage: Mapping[str, Any]) -> list[str]:
+        ops = coverage.get("lockstep")
+        if not ops:
+            return []
+        made = len(ops["made"])
+        return [
+            f"  {'':<13} lockstep: {made}/{made + len(ops['never_made'])} operations "
+            f"(never made: {', '.join(ops['never_made']) or 'none'}), {ops['model_states']:,} model states"
+        ]
+
+    def coverage_markdown(self, coverage: Mapping[str, Any]) -> list[str]:
+        ops = coverage.get("lockstep")
+        if not ops:
+            return []
+        return [
+            "",
+            "## Lockstep operations",
+            "",
+            f"- distinct model states reached: {ops['model_states']:,}",
+            f"- never made: {', '.join(ops['never_made']) or 'none'}",
+            "- made: " + ", ".join(f"{k} {v:,}" for k, v in ops["made"].items()),
+        ]
+
+
+PHASE = LockstepPhase()

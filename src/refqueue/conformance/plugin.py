@@ -8,7 +8,7 @@ SKIPPED (with why), never as PASSED:
   with ``--refqueue-exhaustive``), ``[lockstep]`` and ``[threads]``: one test
   per phase; a phase the backend's capabilities rule out is skipped;
 * ``refqueue-conformance[producers:CHECK]`` and ``[blocking:CHECK]``: one test
-  per named check of those phases.  The phase runs once (on the first of its
+  per named check of the phases that say so (``split``).  The phase runs once (on the first of its
   tests) and each test reports its own check: passed, failed, skipped because
   a declared capability rules it out, or skipped because an earlier check of
   the phase failed and the phase stopped there;
@@ -31,10 +31,6 @@ from typing import Any
 import pytest
 
 __all__ = ["ConformanceItem", "NotCheckedItem"]
-
-# The phases split into one test per named check (the others are one test each).
-_SPLIT = ("producers", "blocking")
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("refqueue", "refqueue conformance kit")
@@ -174,16 +170,17 @@ class NotCheckedItem(pytest.Item):
         return self.path, None, f"{self.name} of {self.target}"
 
 
-def _checks(phase: str) -> tuple[str, ...]:
-    if phase == "producers":
-        from refqueue.conformance.producers import CHECKS
-    else:
-        from refqueue.conformance.blocking import CHECKS
-    return tuple(CHECKS)
+def _split(name: str) -> tuple[str, ...]:
+    """The named checks of phase ``name``, one test each; empty for a phase that is one test."""
+    from refqueue.conformance.phases import phase
+
+    found = phase(name)
+    return tuple(found.checks) if found.split else ()
 
 
 def _first_check(phase: str) -> str | None:
-    return _checks(phase)[0] if phase in _SPLIT else None
+    checks = _split(phase)
+    return checks[0] if checks else None
 
 
 def _slug(text: str) -> str:
@@ -195,32 +192,32 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     target = config.getoption("refqueue_backend")
     if not target:
         return
-    from refqueue.conformance.certify import PHASES, _not_checked
     from refqueue.conformance.contract import load_backend
+    from refqueue.conformance.phases import PHASES
 
     try:
         backend = load_backend(target)
     except (TypeError, ValueError) as exc:
         raise pytest.UsageError(f"--refqueue-backend: {exc}") from None
     for phase in PHASES:
-        if phase not in _SPLIT:
+        checks = _split(phase)
+        if not checks:
             items.append(
                 ConformanceItem.from_parent(session, name=f"refqueue-conformance[{phase}]", target=target, phase=phase)
             )
             continue
-        for check in _checks(phase):
+        for check in checks:
             items.append(
                 ConformanceItem.from_parent(
                     session, name=f"refqueue-conformance[{phase}:{check}]", target=target, phase=phase, check=check
                 )
             )
     # The split phases' items report their own checks not run; the phase items
-    # report a skipped phase.  Every other check not run gets a skipped item.
+    # report a skipped phase.  Every other check not run (what the model-driven
+    # phases leave out for an absent capability) gets a skipped item.
     names: set[str] = set()
-    for entry in _not_checked(backend):
+    for entry in backend.capabilities.left_out():
         check, why = entry["check"], entry["why"]
-        if check.startswith(_SPLIT) or check.startswith("walks"):
-            continue
         declared = re.fullmatch(r"(\w+)=False declared", why)  # named by the capability it needs
         name = declared.group(1) if declared else _slug(check)
         while name in names:

@@ -40,7 +40,12 @@ behind).  The bookkeeping of admitted work is a lower bound of the queue's
 (a consumer subtracts a sample's bytes *before* its ack, a producer adds
 them *after* its put returned), so a bound it exceeds was exceeded.  When
 the backend has a ``parked_bytes`` property it must read 0 once every
-producer has returned.
+producer has returned.  The phase needs ``abort_when`` (it bounds every
+wait); a backend without it gets the phase listed as not run.  A failure's
+replay runs the failing check again (same seed and bound, new threads).
+
+Imports: ``producer_threads`` (the threads and bookkeeping of a check),
+``session`` (its queue and store), ``samples``, ``render``.
 """
 
 from __future__ import annotations
@@ -48,277 +53,24 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from refqueue.conformance.contract import Backend, load_backend, rejection_kind
+from refqueue.conformance.contract import Backend, load_backend
+from refqueue.conformance.phase import (
+    Check, ChecksReport, Context, PhaseBase, PhaseResult, checks_counts, checks_doc, checks_result, select_checks,
+)  # fmt: skip
+from refqueue.conformance.producer_threads import GRACE, ThreadedCheck
+from refqueue.conformance.render import replay_module
 from refqueue.conformance.samples import UNIT_BYTES
 
-__all__ = ["CHECKS", "DEFAULT_BOUND", "DEFAULT_SAMPLES", "ProducersReport", "check_producers"]
+__all__ = ["CHECKS", "DEFAULT_BOUND", "DEFAULT_SAMPLES", "NAMED_CHECKS", "PHASE", "ProducersReport", "check_producers"]
 
-CHECKS = ("deadlock", "orphan", "stress")
+ProducersReport = ChecksReport
 DEFAULT_BOUND = 1.0  # seconds a blocked producer may wait once the consumers drained what they can
 DEFAULT_SAMPLES = 6  # samples each stress producer puts
-_POLL = 0.005  # put_blocks_until_below's and acquire's poll interval
 _PRODUCERS = 3  # stress producers that put (the crashing one comes on top)
 _CONSUMERS = 2
-_FAIL_SHARE = 0.15  # how often a stress consumer fails a lease instead of acking it
-# What a join allows on top of the bounds its threads' calls have: a producer gives
-# up by itself (abort_when) at its bound, so only a backend that ignores abort_when
-# (or hangs elsewhere) runs into this; then the thread is reported hung.
-_GRACE = 0.5
-
-
-@dataclass
-class ProducersReport:
-    """What the phase found: per check what it checked and its numbers; the
-    first failure (its check and message), or why the phase was skipped."""
-
-    bound: float
-    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
-    steps: int = 0  # backend calls made (store puts, blocking puts, acquires, acks, fails)
-    seconds: float = 0.0
-    failure: str | None = None
-    failed_check: str | None = None
-    skipped: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None
-
-
-class _Check:
-    """One check's queue, threads and bookkeeping; the first failure stops it."""
-
-    def __init__(self, name: str, session: Any, bound: float, *, work_bound: int | None = None, resident_bound: int | None = None) -> None:
-        self.name = name
-        self.session = session
-        self.q = session.queue
-        self.store = session.store
-        self.bound = bound
-        self.work_bound = work_bound  # bytes; admitted work must stay below it
-        self.resident_bound = resident_bound  # bytes; residency must stay at or below it
-        self.lock = threading.Lock()
-        self.stop = threading.Event()  # set on the first failure: every thread winds down
-        self.failures: list[str] = []
-        self.doing: dict[str, str] = {}  # thread name -> the call it is in (for a hang report)
-        self.threads: dict[threading.Thread, str] = {}  # thread -> who it is
-        self.steps = 0
-        self.puts = 0
-        self.slowest = 0.0
-        self.work = 0  # bytes admitted by blocking puts and not yet acked (a lower bound)
-        self.max_work = 0
-        self.max_resident = 0
-        self.acked = 0  # live acks that returned True
-
-    # -- outcomes ---------------------------------------------------------------------
-
-    def fail(self, message: str) -> None:
-        with self.lock:
-            self.failures.append(message)
-        self.stop.set()
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.failures)
-
-    def observed(self) -> str:
-        """The queue's observables, for a failure message; never raises, and never
-        waits more than ``_GRACE`` seconds on a backend that holds its lock forever."""
-        q = self.q
-        parts: list[str] = []
-
-        def read_all() -> None:
-            for name, read in (
-                ("pending", q.pending_count),
-                ("outstanding", q.outstanding_count),
-                ("paused", lambda: q.is_paused),
-                ("resident bytes", lambda: self.store.health().resident_bytes),
-                ("parked_bytes", lambda: q.parked_bytes),
-            ):
-                try:
-                    parts.append(f"{name} {read()}")
-                except Exception:  # noqa: BLE001 - a missing property is not this check's concern
-                    continue
-
-        reader = threading.Thread(target=read_all, name=f"refqueue-producers-{self.name}-observer", daemon=True)
-        reader.start()
-        reader.join(_GRACE)
-        if reader.is_alive():
-            return ", ".join([*parts, f"the next read did not return within {_GRACE} s"])
-        return ", ".join(parts)
-
-    def ask(self, what: str, fn: Callable[[], Any]) -> tuple[bool, Any]:
-        """``fn()`` made by the checking thread, waited for at most ``bound + _GRACE``
-        seconds (in a helper thread, so a hung backend cannot hang the kit):
-        ``(True, value)``, or ``(False, None)`` with the hang or the exception recorded."""
-        box: list[Any] = []
-
-        def run() -> None:
-            try:
-                box.append((True, fn()))
-            except Exception as exc:  # noqa: BLE001 - any crash of a backend call fails the check
-                box.append((False, exc))
-
-        helper = threading.Thread(target=run, name=f"refqueue-producers-{self.name}-main", daemon=True)
-        helper.start()
-        helper.join(self.bound + _GRACE)
-        if not box:
-            self.fail(f"{what} hung: it did not return within {self.bound + _GRACE} s; no call may hang")
-            return False, None
-        ok, value = box[0]
-        if not ok:
-            self.fail(f"{what} raised {type(value).__name__}: {value}")
-            return False, None
-        return True, value
-
-    # -- bounded calls ------------------------------------------------------------------
-
-    def step(self) -> None:
-        with self.lock:
-            self.steps += 1
-
-    def sample_residency(self) -> None:
-        resident = self.store.health().resident_bytes
-        with self.lock:
-            self.max_resident = max(self.max_resident, resident)
-        if self.resident_bound is not None and resident > self.resident_bound:
-            self.fail(
-                f"the store holds {resident} bytes, above the bound high + (producers + 1) x largest sample + "
-                f"orphans = {self.resident_bound} bytes ({self.observed()})"
-            )
-
-    def store_put(self, who: str, sample_id: str) -> Any:
-        self.doing[who] = f"store.put({sample_id!r})"
-        try:
-            ref = self.session.store_put(sample_id)
-        finally:
-            self.doing.pop(who, None)
-        self.step()
-        self.sample_residency()
-        return ref
-
-    def blocking_put(self, who: str, ref: Any) -> bool:
-        """``put_blocks_until_below(ref)`` giving up (``abort_when``) after ``bound``
-        seconds; whether the ref was admitted in time (a failure is recorded otherwise)."""
-        sample_id = ref.sample_id
-        started = time.monotonic()
-        give_up = started + self.bound
-        self.doing[who] = f"put_blocks_until_below({sample_id!r})"
-        try:
-            self.q.put_blocks_until_below(
-                ref, poll_interval=_POLL, abort_when=lambda: self.stop.is_set() or time.monotonic() > give_up
-            )
-        except Exception as exc:  # noqa: BLE001 - classified below
-            if self.stop.is_set():
-                return False  # another thread failed first
-            if rejection_kind(exc) == "aborted":
-                self.fail(
-                    f"{who}'s put_blocks_until_below({sample_id!r}) was still blocked {self.bound} s after it "
-                    f"began ({self.observed()}); D8 admits a blocked producer once the consumers have drained "
-                    f"what they can"
-                )
-            else:
-                self.fail(f"{who}'s put_blocks_until_below({sample_id!r}) raised {type(exc).__name__}: {exc}")
-            return False
-        finally:
-            self.doing.pop(who, None)
-        elapsed = time.monotonic() - started
-        with self.lock:
-            self.steps += 1
-            self.puts += 1
-            self.slowest = max(self.slowest, elapsed)
-            self.work += ref.estimated_bytes
-            self.max_work = max(self.max_work, self.work)
-            work = self.work
-        if elapsed > self.bound:
-            self.fail(
-                f"{who}'s put_blocks_until_below({sample_id!r}) returned after {elapsed:.2f} s, past the bound of "
-                f"{self.bound} s (it did not give up when abort_when() turned true)"
-            )
-            return False
-        if self.work_bound is not None and work >= self.work_bound:
-            self.fail(
-                f"admitting {sample_id!r} ({ref.estimated_bytes} bytes) brought the admitted work (pending + "
-                f"leased) to at least {work} bytes, not below high + largest sample = {self.work_bound} bytes "
-                f"({self.observed()})"
-            )
-            return False
-        self.sample_residency()
-        return True
-
-    def drain_one(self, who: str, rng: random.Random | None = None) -> bool | None:
-        """One ``acquire``, then ``fail`` (sometimes, with ``rng``) or ``ack``: True when a
-        lease was acked, False when failed, None when nothing came."""
-        self.doing[who] = "acquire()"
-        try:
-            lease = self.q.acquire(poll_interval=_POLL)
-        finally:
-            self.doing.pop(who, None)
-        self.step()
-        if lease is None:
-            return None
-        sample_id = lease.ref.sample_id
-        if rng is not None and rng.random() < _FAIL_SHARE:
-            self.doing[who] = f"fail(lease of {sample_id!r})"
-            try:
-                answer = self.q.fail(lease)
-            finally:
-                self.doing.pop(who, None)
-            self.step()
-            if answer is not True:
-                self.fail(f"{who}'s fail of its live lease on {sample_id!r} returned {answer!r}, not True")
-            return False
-        with self.lock:
-            self.work -= lease.ref.estimated_bytes  # before the ack: the count stays a lower bound
-        self.doing[who] = f"ack(lease of {sample_id!r})"
-        try:
-            answer = self.q.ack(lease)
-        finally:
-            self.doing.pop(who, None)
-        self.step()
-        if answer is not True:
-            self.fail(f"{who}'s ack of its live lease on {sample_id!r} returned {answer!r}, not True")
-            return False
-        with self.lock:
-            self.acked += 1
-        return True
-
-    # -- threads ------------------------------------------------------------------------
-
-    def spawn(self, who: str, body: Callable[[], None]) -> threading.Thread:
-        def run() -> None:
-            try:
-                body()
-            except Exception as exc:  # noqa: BLE001 - any crash of a backend call fails the check
-                self.fail(f"{who} raised {type(exc).__name__}: {exc} (in {self.doing.get(who, 'its calls')})")
-
-        thread = threading.Thread(target=run, name=f"refqueue-producers-{self.name}-{who}", daemon=True)
-        self.threads[thread] = who
-        thread.start()
-        return thread
-
-    def join(self, threads: Sequence[threading.Thread], within: float) -> None:
-        """Join ``threads``, all within ``within`` seconds; a thread still running is a hang."""
-        deadline = time.monotonic() + within
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-            if thread.is_alive():
-                who = self.threads[thread]
-                self.fail(
-                    f"{who} hung: still in {self.doing.get(who, 'its calls')} {within:.1f} s after it was awaited "
-                    f"({self.observed()}); no thread may be left hanging"
-                )
-                return
-
-    def finish(self) -> None:
-        """Wind down whatever still runs (on a failure) and let go of the stores."""
-        self.stop.set()
-        deadline = time.monotonic() + self.bound
-        for thread in self.threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        self.session.close()
 
 
 # -- the checks ---------------------------------------------------------------------------
@@ -335,9 +87,9 @@ def _session(backend: Backend, high: int, low: int, sizes: dict[str, int]) -> An
     return Session(backend, config, sizes=sizes, store={})
 
 
-def _deadlock(backend: Backend, bound: float, seed: int, samples: int) -> tuple[_Check, dict[str, Any]]:
+def _deadlock(backend: Backend, bound: float, seed: int, samples: int) -> tuple[ThreadedCheck, dict[str, Any]]:
     ids = ("dl0", "dl1")
-    check = _Check("deadlock", _session(backend, 2, 1, {i: 1 for i in ids}), bound)
+    check = ThreadedCheck("deadlock", _session(backend, 2, 1, {i: 1 for i in ids}), bound)
     stored = threading.Barrier(len(ids))
 
     def producer(k: int) -> Callable[[], None]:
@@ -355,7 +107,7 @@ def _deadlock(backend: Backend, bound: float, seed: int, samples: int) -> tuple[
         return body
 
     threads = [check.spawn(f"producer {k}", producer(k)) for k in range(len(ids))]
-    check.join(threads, 2 * bound + _GRACE)
+    check.join(threads, 2 * bound + GRACE)
     if not check.failed:
         answered, pending = check.ask("pending_count()", check.q.pending_count)
         if answered and pending != 2:
@@ -377,18 +129,18 @@ def _deadlock(backend: Backend, bound: float, seed: int, samples: int) -> tuple[
     }
 
 
-def _orphan(backend: Backend, bound: float, seed: int, samples: int) -> tuple[_Check, dict[str, Any]]:
+def _orphan(backend: Backend, bound: float, seed: int, samples: int) -> tuple[ThreadedCheck, dict[str, Any]]:
     sizes = {"or-orphan": 2, "or0": 1, "or1": 1}
-    check = _Check("orphan", _session(backend, 2, 1, sizes), bound)
+    check = ThreadedCheck("orphan", _session(backend, 2, 1, sizes), bound)
     orphans: list[Any] = []
 
     def crasher() -> None:
         orphans.append(check.store_put("crashing producer", "or-orphan"))  # ... and dies before its put
 
-    check.join([check.spawn("crashing producer", crasher)], bound + _GRACE)
+    check.join([check.spawn("crashing producer", crasher)], bound + GRACE)
     # Nothing pending or leased: the producer is admitted although the orphan holds the store at high.
     if not check.failed:
-        check.join([check.spawn("producer 0", lambda: _store_and_put(check, "producer 0", "or0"))], bound + _GRACE)
+        check.join([check.spawn("producer 0", lambda: _store_and_put(check, "producer 0", "or0"))], bound + GRACE)
     # Now or0 is work: the next producer blocks until a consumer drains it.
     if not check.failed:
         second = check.spawn("producer 1", lambda: _store_and_put(check, "producer 1", "or1"))
@@ -403,7 +155,7 @@ def _orphan(backend: Backend, bound: float, seed: int, samples: int) -> tuple[_C
                     check.fail(f"the consumer acked {acked} of 2 samples within {2 * bound} s ({check.observed()})")
 
         drainer = check.spawn("consumer", consumer)
-        check.join([second, drainer], 2 * bound + _GRACE)
+        check.join([second, drainer], 2 * bound + GRACE)
     if not check.failed:
         answered, resident = check.ask("store.health()", lambda: check.store.health().resident_bytes)
         if answered and resident != 2 * UNIT_BYTES:
@@ -417,11 +169,11 @@ def _orphan(backend: Backend, bound: float, seed: int, samples: int) -> tuple[_C
     }
 
 
-def _store_and_put(check: _Check, who: str, sample_id: str) -> None:
+def _store_and_put(check: ThreadedCheck, who: str, sample_id: str) -> None:
     check.blocking_put(who, check.store_put(who, sample_id))
 
 
-def _stress(backend: Backend, bound: float, seed: int, samples: int) -> tuple[_Check, dict[str, Any]]:
+def _stress(backend: Backend, bound: float, seed: int, samples: int) -> tuple[ThreadedCheck, dict[str, Any]]:
     high, low, orphan_units = 6, 3, 3
     rng = random.Random(seed)
     plan: dict[str, int] = {}
@@ -436,7 +188,7 @@ def _stress(backend: Backend, bound: float, seed: int, samples: int) -> tuple[_C
     plan["p1-1"] = high + 1  # larger than high
     largest = max(plan.values())
     sizes = {**plan, "st-orphan": orphan_units}
-    check = _Check(
+    check = ThreadedCheck(
         "stress",
         _session(backend, high, low, sizes),
         bound,
@@ -498,10 +250,10 @@ def _stress(backend: Backend, bound: float, seed: int, samples: int) -> tuple[_C
     producers = [check.spawn(f"producer {p}", producer(p)) for p in range(_PRODUCERS)]
     producers.append(check.spawn("crashing producer", crasher))
     consumers = [check.spawn(f"consumer {c}", consumer(c)) for c in range(_CONSUMERS)]
-    check.join(producers, samples * bound + _GRACE)
+    check.join(producers, samples * bound + GRACE)
     producers_done.set()
     if not check.failed:
-        check.join(consumers, 2 * bound + _GRACE)
+        check.join(consumers, 2 * bound + GRACE)
     if not check.failed:
         # Every ref was admitted and acked: closed now, the queue is drained (D3) and
         # the store holds the orphan alone (D2: an ack scrubs).
@@ -526,11 +278,14 @@ def _stress(backend: Backend, bound: float, seed: int, samples: int) -> tuple[_C
     }
 
 
-_RUNNERS: dict[str, Callable[[Backend, float, int, int], tuple[_Check, dict[str, Any]]]] = {
-    "deadlock": _deadlock,
-    "orphan": _orphan,
-    "stress": _stress,
-}
+# Each check runs as run(backend, bound, seed, samples) -> (its ThreadedCheck, what it reports).
+NAMED_CHECKS: tuple[Check, ...] = (
+    Check("deadlock", "two producers blocked at high with no consumer are both admitted (the pre-D8 deadlock)", _deadlock),
+    Check("orphan", "an orphan holding the store at high never blocks a producer of an empty queue", _orphan),
+    Check("stress", "producers, a crashing one and consumers: every put admitted in time, work below high + largest", _stress),
+)
+CHECKS = tuple(c.name for c in NAMED_CHECKS)
+_BY_NAME = {c.name: c for c in NAMED_CHECKS}
 
 # Bytes and samples the checks put in the store at most (for a backend's own store).
 _NEEDS_UNITS = 64
@@ -564,7 +319,7 @@ def check_producers(
     bound: float = DEFAULT_BOUND,
     samples: int = DEFAULT_SAMPLES,
     checks: Sequence[str] = CHECKS,
-) -> ProducersReport:
+) -> ChecksReport:
     """Run ``checks`` (a subset of ``CHECKS``, in that order) on fresh queues of
     ``backend``; stop at the first failure.  See the module docstring."""
     if isinstance(backend, str):
@@ -573,20 +328,18 @@ def check_producers(
         raise ValueError(f"bound must be a number of seconds in (0, 3600), got {bound!r}")
     if isinstance(samples, bool) or not isinstance(samples, int) or not 2 <= samples <= 20:
         raise ValueError(f"samples must be an int from 2 to 20 (per stress producer), got {samples!r}")
-    unknown = [c for c in checks if c not in CHECKS]
-    if unknown or not checks:
-        raise ValueError(f"checks must be a non-empty subset of {CHECKS}, got {tuple(checks)!r}")
-    report = ProducersReport(bound=float(bound))
+    chosen = select_checks(CHECKS, checks)
+    report = ChecksReport(bound=float(bound))
     started = time.perf_counter()
     report.skipped = _unfit_store(backend)
     if report.skipped is not None:
         return report
     for name in CHECKS:
-        if name not in checks:
+        if name not in chosen:
             continue
         began = time.perf_counter()
         try:
-            check, detail = _RUNNERS[name](backend, float(bound), seed, samples)
+            check, detail = _BY_NAME[name].run(backend, float(bound), seed, samples)
         except Exception as exc:  # noqa: BLE001 - e.g. the factory refused the check's watermarks
             report.failure = f"producers phase, check {name}: {type(exc).__name__}: {exc}"
             report.failed_check = name
@@ -614,3 +367,80 @@ def check_producers(
             break
     report.seconds = time.perf_counter() - started
     return report
+
+
+class ProducersPhase(PhaseBase):
+    name = "producers"
+    needs = ("abort_when",)
+    split = True
+    checks = CHECKS
+
+    def skipped(self, lacking: Sequence[str]) -> str:
+        return "every wait of the phase is bounded by abort_when, not declared"
+
+    def not_checked(self, lacking: Sequence[str]) -> dict[str, str]:
+        return {"check": "producers phase", "why": "every wait of the phase is bounded by abort_when, which is not declared"}
+
+    def run(self, context: Context) -> PhaseResult:
+        profile = context.profile
+        context.progress.start("producers", len(CHECKS))
+        report = check_producers(
+            context.backend, seed=context.seed, bound=profile.producer_bound, samples=profile.producer_samples
+        )
+        context.progress.update(len(report.checks), "checks")
+        if report.skipped is not None:
+            return PhaseResult({"steps": 0, "skipped": report.skipped})
+        checks = report.checks
+        stress = checks.get("stress", {})
+        counts = checks_counts(
+            report,
+            bounded=True,
+            blocking_puts=sum(c["blocking_puts"] for c in checks.values()),
+            slowest_put_s=max((c["slowest_put_s"] for c in checks.values()), default=0.0),
+            max_work_bytes=stress.get("max_work_bytes"),
+            work_bound_bytes=stress.get("work_bound_bytes"),
+            max_resident_bytes=stress.get("max_resident_bytes"),
+            resident_bound_bytes=stress.get("resident_bound_bytes"),
+        )
+        return checks_result(context, "producers", report, counts, _render)
+
+    def summary(self, name: str, entry: Mapping[str, Any]) -> list[str]:
+        lines = [
+            f"  {name:<13} {len(entry['checks'])} checks ({', '.join(entry['checks'])}), {entry['blocking_puts']:,} "
+            f"blocking puts, slowest {entry['slowest_put_s']} s (bound {entry['bound_s']} s), {entry['steps']:,} calls, "
+            f"{entry['seconds']} s"
+        ]
+        if entry.get("work_bound_bytes"):
+            lines.append(
+                f"  {'':<13} admitted work at most {entry['max_work_bytes']:,} bytes (bound: below "
+                f"{entry['work_bound_bytes']:,}), residency at most {entry['max_resident_bytes']:,} bytes (bound "
+                f"{entry['resident_bound_bytes']:,})"
+            )
+        return lines
+
+
+def _render(context: Context, report: ChecksReport) -> str:
+    """A pytest module that runs the failing check of the producers phase again.
+
+    Threads cannot be replayed call by call: the test runs the check again
+    with the same seed and bound; on the backend that failed it fails again.
+    """
+    notes = [
+        "Threads cannot be replayed call by call: this test runs the failing check again (same seed and",
+        "bound, new threads); every wait in it is bounded.",
+    ]
+    return replay_module(
+        checks_doc(context, "producers", report, "diverges from the reference model.", notes),
+        ["from refqueue.conformance.producers import check_producers"],
+        [
+            "report = check_producers(",
+            f"    {context.target!r}, seed={context.seed!r}, bound={report.bound!r}, "
+            f"samples={context.profile.producer_samples!r},",
+            f"    checks=({report.failed_check!r},),",
+            ")",
+            "assert report.ok, report.failure",
+        ],
+    )
+
+
+PHASE = ProducersPhase()

@@ -1,0 +1,337 @@
+"""The ``blocking`` phase's checks of producers and callbacks: a blocked
+``put_blocks_until_below`` that pauses and is resumed by an ack, a
+dead-letter or another producer's step, raises on ``close`` and honours
+``abort_when``; ``on_pause``/``on_resume`` run outside every lock, one at a
+time in the order of the changes, and their exceptions reach the caller.
+``refqueue.conformance.blocking`` lists them and says what each checks; each
+is ``check(attempt) -> float | None`` (the latency of the wakeup it measured,
+if any) and raises ``Failed``/``Late``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from refqueue.conformance.contract import rejection_kind
+from refqueue.conformance.samples import UNIT_BYTES
+from refqueue.conformance.wakeups import (
+    LONG_POLL, VISIBILITY, Attempt, Call, CallbackError, Failed, WaitQueue, blocked_producer, expect_lease, no_error,
+    outcome,
+)  # fmt: skip
+
+__all__ = [
+    "abort_when", "all_woken_by_resume", "callback_errors_propagate", "callbacks_in_order", "callbacks_outside_locks",
+    "pauses_and_resumes", "put_woken_by_close", "put_woken_by_dead_letter",
+]  # fmt: skip
+
+
+# -- put_blocks_until_below: pause, resume, close, abort_when ------------------------------
+
+
+def _paused_producer(qq: WaitQueue, *, abort_when: Callable[[], bool] | None = None, poll: float = LONG_POLL) -> tuple[Any, Call]:
+    """A consumer holds a lease on a ``2b`` sample, a ``b`` sample is stored, and its
+    producer blocks in ``put_blocks_until_below``: effective residency ``3b - b = 2b``
+    is at ``high`` and there is work a consumer can free.  The lease, and the call."""
+    big = qq.store_put("big", 2)
+    qq.ask("put('big')", lambda: qq.q.put(big))
+    lease = qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound))
+    expect_lease(lease, "big", 0, "acquire() with one ref pending")
+    small = qq.store_put("small", 1)
+    producer = blocked_producer(
+        qq,
+        small,
+        f"the store holds 3b (b = {UNIT_BYTES} bytes), 2b of it ('big') leased, high = 2b, low = b: the step pauses "
+        f"and, with work a consumer can free, the producer must wait" + ("" if abort_when is None else " while abort_when() is false"),
+        abort_when=abort_when,
+        poll=poll,
+    )
+    if qq.events != ["pause"]:
+        raise Failed(f"the producer paused at high; on_pause/on_resume were called {qq.events}, not ['pause']")
+    paused = qq.ask("is_paused", lambda: qq.q.is_paused)
+    if paused is not True:
+        raise Failed(f"the producer is blocked at high, but is_paused is {paused!r}")
+    return lease, producer
+
+
+def _resumed_by(attempt: Attempt, how: str) -> float:
+    """The paused producer is woken, resumed and admitted by ``how`` ("ack" or
+    "dead_letter") of the lease on 'big', which brings residency to low."""
+    qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
+    lease, producer = _paused_producer(qq)
+    if how == "ack":
+        what = "ack(lease of 'big')"
+        answer, at = qq.ask_at(what, lambda: qq.q.ack(lease))
+    else:
+        what = "dead_letter(lease of 'big', 'kit')"
+        answer, at = qq.ask_at(what, lambda: qq.q.dead_letter(lease, "kit"))
+    if answer is not True:
+        raise Failed(f"{what} of the live lease returned {answer!r}, not True")
+    latency = qq.woken(producer, f"{what}, which brought residency to low,", at)
+    no_error(producer)
+    _expect_resumed(qq, what, "'small'", 1)
+    return latency
+
+
+def _expect_resumed(qq: WaitQueue, after: str, refs: str, pending: int) -> None:
+    """After ``after`` woke the blocked producers: resumed once, and ``pending`` refs
+    (``refs``, the producers' among them) pending."""
+    got = qq.ask("pending_count()", qq.q.pending_count)
+    if got != pending or qq.events != ["pause", "resume"]:
+        raise Failed(
+            f"after {after} pending_count() is {got} and on_pause/on_resume were called {qq.events}; the blocked "
+            f"producers should have resumed (['pause', 'resume']) and enqueued {refs} ({pending})"
+        )
+
+
+def pauses_and_resumes(attempt: Attempt) -> float:
+    return _resumed_by(attempt, "ack")
+
+
+def put_woken_by_dead_letter(attempt: Attempt) -> float:
+    return _resumed_by(attempt, "dead_letter")
+
+
+def all_woken_by_resume(attempt: Attempt) -> float:
+    qq = attempt.queue(watermarks=(4, 2), visibility=VISIBILITY)
+    orphan = qq.store_put("orphan", 3)  # a producer's data that was never put
+    work = qq.store_put("work", 1)
+    qq.ask("put('work')", lambda: qq.q.put(work))  # work a consumer could free: a paused step waits
+    producers = []
+    for name in ("p1", "p2"):
+        why = "high = 4b, low = 2b, a 3b orphan and 'work' (b) pending: the effective residency is 4b, paused, and "
+        producers.append(blocked_producer(qq, qq.store_put(name, 1), why + "the producer must wait"))
+    if qq.events != ["pause"]:
+        raise Failed(f"two producers blocked at high; on_pause/on_resume were called {qq.events}, not ['pause']")
+    scrubbed = qq.ask("store.scrub('orphan')", lambda: qq.store.scrub(orphan))  # the queue is not told
+    if scrubbed is not True:
+        raise Failed(f"store.scrub of the orphan returned {scrubbed!r}, not True")
+    third = qq.store_put("p3", 1)
+    what = "put_blocks_until_below('p3', abort_when=lambda: True)"
+    _, at = qq.ask_at(what, lambda: qq.q.put_blocks_until_below(third, abort_when=lambda: True))
+    latency = max(qq.woken(p, f"{what}, the step that resumed (4b resident, 2b parked, its own b),", at) for p in producers)
+    for producer in producers:
+        no_error(producer)
+    _expect_resumed(qq, what, "'work', 'p3', 'p1', 'p2'", 4)
+    return latency
+
+
+def put_woken_by_close(attempt: Attempt) -> float:
+    qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
+    _, first = _paused_producer(qq)
+    # A second producer blocks beside it: 4b stored, 'small' (b) parked, its own b: 2b, still paused.
+    second = blocked_producer(
+        qq, qq.store_put("other", 1), "a second producer at high (4b stored, 'small' parked, its own b: 2b) must wait too"
+    )
+    _, at = qq.ask_at("close()", qq.q.close)
+    latency = max(qq.woken(producer, "close()", at) for producer in (first, second))
+    for producer in (first, second):
+        if producer.error is None or rejection_kind(producer.error) != "closed":
+            raise Failed(f"{producer.what} {outcome(producer)} when the queue closed; it must raise QueueClosed")
+    pending = qq.ask("pending_count()", qq.q.pending_count)
+    if pending != 0:
+        raise Failed(f"the blocked producers raised QueueClosed, but pending_count() is {pending}: a ref was enqueued")
+    return latency
+
+
+def abort_when(attempt: Attempt) -> float:
+    qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
+    abort = threading.Event()
+    _, producer = _paused_producer(qq, abort_when=abort.is_set, poll=qq.bound / 2)
+    abort.set()
+    latency = qq.woken(producer, "abort_when() turning true", time.monotonic())
+    if producer.error is None or rejection_kind(producer.error) != "aborted":
+        raise Failed(f"{producer.what} {outcome(producer)} once abort_when() was true; it must raise PutAborted")
+    pending = qq.ask("pending_count()", qq.q.pending_count)
+    if pending != 0:
+        raise Failed(f"{producer.what} raised PutAborted, but pending_count() is {pending}: the ref was enqueued")
+    if hasattr(type(qq.q), "parked_bytes"):
+        parked = qq.ask("parked_bytes", lambda: qq.q.parked_bytes)
+        if parked != 0:
+            raise Failed(f"{producer.what} raised PutAborted, but parked_bytes is {parked!r}, not 0")
+    return latency
+
+
+# -- callbacks: outside every lock, their exceptions reach the caller ---------------------------
+
+
+def _probe(qq: WaitQueue, which: str, found: dict[str, str]) -> Callable[[Any], None]:
+    """A callback that calls the queue and the store from a second thread and waits
+    for it (bounded); records in ``found[which]`` what it saw."""
+
+    def callback(health: Any) -> None:
+        doing = ["(starting)"]
+
+        def calls() -> None:
+            for name, fn in (
+                ("pending_count()", qq.q.pending_count),
+                ("outstanding_count()", qq.q.outstanding_count),
+                ("is_paused", lambda: qq.q.is_paused),
+                ("store.health()", qq.store.health),
+            ):
+                doing[0] = name
+                fn()
+            doing[0] = ""
+
+        helper = threading.Thread(target=calls, name=f"refqueue-blocking-{which}-probe", daemon=True)
+        helper.start()
+        helper.join(qq.give_up)
+        if helper.is_alive():
+            found[which] = (
+                f"inside {which}, another thread's {doing[0]} did not return within {qq.give_up} s: {which} runs "
+                f"with a queue or store lock held; docs/API.md: callbacks run outside every lock"
+            )
+        elif doing[0]:
+            found[which] = f"inside {which}, another thread's {doing[0]} raised"
+        else:
+            found[which] = ""
+
+    return callback
+
+
+def callbacks_outside_locks(attempt: Attempt) -> None:
+    qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
+    found: dict[str, str] = {}
+    qq.pause_hook = _probe(qq, "on_pause", found)
+    qq.resume_hook = _probe(qq, "on_resume", found)
+    small = _paused_then_room(qq)
+    _one_step(qq, small, None)  # resumes and enqueues: on_resume
+    for which in ("on_pause", "on_resume"):
+        if which not in found:
+            raise Failed(f"{which} was never called (calls: {qq.events}); the producer paused at high and resumed at low")
+        if found[which]:
+            raise Failed(found[which])
+    return None
+
+
+def _paused_then_room(qq: WaitQueue) -> Any:
+    """'big' (2b) leased and 'small' (b) stored: a one-step put of 'small' pauses
+    (on_pause) and aborts; then the ack of 'big' makes room.  'small', whose next
+    one-step put resumes (on_resume) and enqueues."""
+    big = qq.store_put("big", 2)
+    qq.ask("put('big')", lambda: qq.q.put(big))
+    lease = qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound))
+    small = qq.store_put("small", 1)
+    _one_step(qq, small, "aborted")  # pauses: on_pause
+    qq.ask("ack(lease of 'big')", lambda: qq.q.ack(lease))
+    return small
+
+
+def callbacks_in_order(attempt: Attempt) -> None:
+    qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
+    small = _paused_then_room(qq)
+
+    inside = threading.Event()  # on_resume has been entered
+    holding = threading.Event()  # on_resume is running now
+    release = threading.Event()  # the kit lets on_resume return
+    overlapped: list[list[str]] = []  # the calls so far, when on_pause came in while on_resume ran
+
+    def hold(health: Any) -> None:
+        holding.set()
+        inside.set()
+        release.wait(3 * qq.give_up)  # past the kit's own wait below, however slow the other thread
+        holding.clear()
+
+    def pause_seen(health: Any) -> None:
+        if holding.is_set():
+            overlapped.append(list(qq.events))
+
+    qq.resume_hook, qq.pause_hook = hold, pause_seen
+    resumer = qq.start(
+        "put_blocks_until_below('small', abort_when=lambda: True)",
+        lambda: qq.q.put_blocks_until_below(small, abort_when=lambda: True),
+    )
+    if not inside.wait(qq.give_up):
+        raise Failed(
+            f"{resumer.what} after the ack that brought residency to 0 did not call on_resume within {qq.give_up} s "
+            f"(calls: {qq.events}; {qq.observed()}); it resumes the paused queue"
+        )
+    # 'small' is pending (work); 'filler' (2b, never put) and 'third' (b) make the
+    # effective residency of third's step 4b - b = 3b >= high: it pauses again.
+    qq.store_put("filler", 2)
+    third = qq.store_put("third", 1)
+    pauser = qq.start(
+        "put_blocks_until_below('third', abort_when=lambda: True)",
+        lambda: qq.q.put_blocks_until_below(third, abort_when=lambda: True),
+    )
+    # It returns (its on_pause left to the thread inside on_resume), calls on_pause
+    # (the failure), or waits for on_resume to return: a bounded wait for either.
+    pauser.done.wait(qq.give_up)
+    release.set()
+    for call in (resumer, pauser):
+        if not call.done.wait(qq.give_up):
+            raise Failed(f"{call.what} hung: it did not return within {qq.give_up} s of on_resume returning ({qq.observed()})")
+    if overlapped:
+        raise Failed(
+            f"on_pause was called while on_resume was still running in another thread (calls then: {overlapped[0]}); "
+            f"docs/API.md: callbacks are called one at a time, in the order of the changes they report, so a "
+            f"handler that tracks the pause state never ends on the wrong one"
+        )
+    no_error(resumer)
+    if pauser.error is None or rejection_kind(pauser.error) != "aborted":
+        raise Failed(f"{pauser.what} {outcome(pauser)}; with 'small' pending and the store at 4b it pauses: PutAborted")
+    if qq.events != ["pause", "resume", "pause"]:
+        raise Failed(
+            f"the queue paused, resumed and paused again, and on_pause/on_resume were called {qq.events}, not "
+            f"['pause', 'resume', 'pause']: each change is reported exactly once, in order, by the time the "
+            f"calls that made them have returned"
+        )
+    return None
+
+
+def _one_step(qq: WaitQueue, ref: Any, kind: str | None) -> BaseException | None:
+    """``put_blocks_until_below(ref, abort_when=lambda: True)``: one step; it must
+    raise an error of ``kind`` (None: return).  Returns what it raised, if anything."""
+    what = f"put_blocks_until_below({ref.sample_id!r}, abort_when=lambda: True)"
+    call = qq.start(what, lambda: qq.q.put_blocks_until_below(ref, abort_when=lambda: True))
+    within = 2 * qq.give_up  # longer than a probing callback waits for its thread
+    if not call.done.wait(within):
+        raise Failed(f"{what} hung: it did not return within {within} s ({qq.observed()})")
+    if kind is None and call.error is None:
+        return None
+    if kind is not None and call.error is not None and rejection_kind(call.error) == kind:
+        return call.error
+    if isinstance(call.error, CallbackError):
+        return call.error
+    raise Failed(f"{what} {outcome(call)}; {'it should enqueue' if kind is None else f'it should raise an error of kind {kind!r}'}")
+
+
+def callback_errors_propagate(attempt: Attempt) -> None:
+    qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
+
+    def boom(which: str) -> Callable[[Any], None]:
+        def callback(health: Any) -> None:
+            raise CallbackError(f"{which} raised on purpose")
+
+        return callback
+
+    qq.pause_hook, qq.resume_hook = boom("on_pause"), boom("on_resume")
+    big = qq.store_put("big", 2)
+    qq.ask("put('big')", lambda: qq.q.put(big))
+    lease = qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound))
+    small = qq.store_put("small", 1)
+    for which, kind, then in (("on_pause", "aborted", "is_paused"), ("on_resume", None, "pending")):
+        if which == "on_resume":
+            qq.ask("ack(lease of 'big')", lambda: qq.q.ack(lease))
+        raised = _one_step(qq, small, kind)
+        if not isinstance(raised, CallbackError):
+            got = f"{type(raised).__name__}: {raised}" if raised is not None else "nothing"
+            raise Failed(
+                f"{which} raised an exception and the caller of put_blocks_until_below('small', abort_when=lambda: "
+                f"True) got {got}; docs/API.md: a callback's exception propagates out of the call that delivered it"
+            )
+        paused = qq.ask("is_paused", lambda: qq.q.is_paused)
+        pending = qq.ask("pending_count()", qq.q.pending_count)
+        if which == "on_pause" and (paused is not True or pending != 0):
+            raise Failed(
+                f"after on_pause raised, is_paused is {paused!r} and pending_count() {pending}; the pause it reported "
+                f"must stand (True) with 'small' not enqueued (0)"
+            )
+        if which == "on_resume" and (paused is not False or pending != 1):
+            raise Failed(
+                f"after on_resume raised, is_paused is {paused!r} and pending_count() {pending}; the step it reported "
+                f"must have committed: resumed (False) and 'small' enqueued (1)"
+            )
+    return None

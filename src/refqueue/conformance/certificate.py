@@ -1,0 +1,158 @@
+"""The certificate: the merged verdicts of the phases of one certification,
+as JSON and Markdown.
+
+Each phase contributes its entry (``phases``: its counts, or why it was
+skipped), its coverage, the checks it did not run and, on a failure, the
+failure and the pytest module that replays it (``refqueue.conformance.phase``);
+the certificate adds the run's setting (backend, kit version, profile, seed,
+capabilities) and the verdict.  The text of each phase's coverage is the
+phase's own (``coverage_markdown``).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import refqueue
+
+__all__ = ["KIT_VERSION", "Certificate", "write_certificate"]
+
+KIT_VERSION = refqueue.__version__
+
+
+@dataclass
+class Certificate:
+    """The outcome of ``certify``; ``passed`` is the verdict."""
+
+    backend: str
+    profile: str
+    seed: int
+    capabilities: dict[str, bool]
+    exhaustive: bool
+    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    coverage: dict[str, Any] = field(default_factory=dict)
+    failure: dict[str, Any] | None = None
+    counterexample: str | None = None  # pytest source replaying the failure
+    history: str | None = None  # JSON of the history the threads phase found not linearizable (or undecided)
+    not_checked: list[dict[str, str]] = field(default_factory=list)  # {"check", "why"}: each check not run
+    phases_not_requested: list[str] = field(default_factory=list)  # left out by certify(phases=...) / --phase
+    duration_s: float = 0.0
+    kit_version: str = KIT_VERSION
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None
+
+    @property
+    def examples(self) -> int:
+        return sum(int(p.get("examples", 0)) for p in self.phases.values())
+
+    @property
+    def steps(self) -> int:
+        return sum(int(p.get("steps", 0)) for p in self.phases.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": "pass" if self.passed else "fail",
+            "partial": bool(self.phases_not_requested),
+            "phases_not_requested": self.phases_not_requested,
+            "backend": self.backend,
+            "kit_version": self.kit_version,
+            "profile": self.profile,
+            "seed": self.seed,
+            "exhaustive": self.exhaustive,
+            "examples": self.examples,
+            "steps": self.steps,
+            "duration_s": round(self.duration_s, 2),
+            "capabilities": self.capabilities,
+            "phases": self.phases,
+            "coverage": self.coverage,
+            "not_checked": self.not_checked,
+            "failure": self.failure,
+            "python": platform.python_version(),
+        }
+
+    def to_markdown(self) -> str:
+        from refqueue.conformance.phases import PHASES, phase
+
+        d = self.to_dict()
+        lines = [
+            f"# refqueue conformance certificate: `{self.backend}`",
+            "",
+            f"**Verdict: {d['verdict'].upper()}**"
+            + (f" (partial: phases not requested: {', '.join(self.phases_not_requested)})" if d["partial"] else ""),
+            "",
+            "| field | value |",
+            "|---|---|",
+            f"| backend | `{self.backend}` |",
+            f"| kit version | {self.kit_version} |",
+            f"| profile | {self.profile}{' + exhaustive' if self.exhaustive else ''} |",
+            f"| seed | {self.seed} |",
+            f"| examples | {d['examples']:,} |",
+            f"| steps | {d['steps']:,} |",
+            f"| duration | {d['duration_s']} s |",
+            f"| capabilities | {', '.join(k for k, v in self.capabilities.items() if v)} |",
+            f"| not declared (not checked) | {', '.join(k for k, v in self.capabilities.items() if not v) or 'none'} |",
+            "",
+            "## Phases",
+            "",
+            "| phase | steps | seconds | steps/s | detail |",
+            "|---|---|---|---|---|",
+        ]
+        for name, p in self.phases.items():
+            detail = ", ".join(f"{k}={v}" for k, v in p.items() if k not in ("steps", "seconds", "steps_per_second"))
+            lines.append(f"| {name} | {p.get('steps', 0):,} | {p.get('seconds', 0)} | {p.get('steps_per_second', '')} | {detail} |")
+        if self.not_checked:
+            lines += ["", "## Not checked", ""]
+            lines += [f"- {n['check']}: {n['why']}" for n in self.not_checked]
+        for name in PHASES:
+            lines += phase(name).coverage_markdown(self.coverage)
+        if self.failure:
+            lines += [
+                "",
+                "## Failure",
+                "",
+                f"- phase: {self.failure['phase']}",
+                f"- caught after {self.failure['steps_to_failure']:,} steps",
+                f"- {'shortest failing run' if self.failure.get('shrunk', True) else 'failing run (not shrunk)'}: "
+                f"{self.failure['trace_steps']} steps",
+                f"- {self.failure['message']}",
+            ]
+            if self.failure.get("test_file"):
+                lines.append(f"- replay: `python -m pytest {self.failure['test_file']}`")
+            if self.failure.get("history_file"):
+                lines.append(f"- history: `{self.failure['history_file']}`")
+        return "\n".join(lines) + "\n"
+
+
+def _slug(target: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", target).strip("_")
+
+
+def write_certificate(cert: Certificate, report_dir: str | Path) -> dict[str, Path]:
+    """Write ``<slug>.json`` and ``<slug>.md`` (and ``test_<slug>.py`` for a
+    failure) under ``report_dir``; returns their paths by kind."""
+    directory = Path(report_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    slug = _slug(cert.backend)
+    paths: dict[str, Path] = {}
+    if cert.counterexample is not None:
+        paths["test"] = directory / f"test_{slug}.py"
+        paths["test"].write_text(cert.counterexample)
+        assert cert.failure is not None
+        cert.failure["test_file"] = str(paths["test"])
+    if cert.history is not None:
+        paths["history"] = directory / f"{slug}.history.json"
+        paths["history"].write_text(cert.history)
+        assert cert.failure is not None
+        cert.failure["history_file"] = str(paths["history"])
+    paths["json"] = directory / f"{slug}.json"
+    paths["json"].write_text(json.dumps(cert.to_dict(), indent=2) + "\n")
+    paths["markdown"] = directory / f"{slug}.md"
+    paths["markdown"].write_text(cert.to_markdown())
+    return paths

@@ -1,0 +1,236 @@
+"""The ``faults`` phase: lost replies, crashed clients, server restarts and
+several processes, for a backend that declares them.
+
+The other phases run one process that never crashes and a server that never
+restarts.  A deployment over two systems (a queue server and a shared store)
+meets ordinary faults: a reply lost on the network after the call committed,
+a client killed between its commit and its scrub, a server restarted with or
+without its state.  A backend that declares ``Capabilities(faults=True)``
+gives the kit ``FaultHooks`` (``refqueue.conformance.contract``, the
+factory's ``faults`` attribute) that make those happen on demand; this phase
+runs each check below on a fresh queue, comparing every answer with the
+model (``refqueue.model.actions`` in a deployment: ``two_step_ack``, an ack
+or dead-letter commits with a *scrub intent* and the data leaves the store
+when the intent is collected).  Every other backend (the in-process queue
+among them) gets the phase listed as not run, with why.
+
+``lost-reply-put``, ``-put-step``, ``-acquire``, ``-ack``, ``-fail``, ``-extend``, ``-dead-letter``, ``-reclaim``, ``-close``
+    the call made once with its reply lost: it must raise an error of kind
+    ``"unavailable"``, its effect committed; the clients' counts, flags and
+    dead letters, ``lease_state`` (where the backend has it) and a retry of
+    the call must be the model's: a retried ack, fail or dead-letter answers
+    False and changes nothing, a retried put never enqueues the sample again
+    (not even after it was acked), a lost acquire's lease is outstanding and
+    reclaimed after its timeout.  The store may hold the data of a sample
+    whose completion lost its reply until ``reclaim_expired`` runs with the
+    clock past ``intent_timeout``; then it must hold nothing of it.
+``crash-mid-ack``
+    a client killed right after its ack (dead-letter, fail at the cap)
+    commits: another client sees it completed and collects its data within
+    the bound.
+``reclaimer-collects-intents``, ``reclaimer-survives-lost-reply``
+    the background reclaimer collects a dead client's intent, and keeps
+    working after its own reply was lost.
+``restart-durable``, ``restart-lossy``
+    a durable restart changes nothing a client sees; a lossy one is detected
+    by every call of the old clients, no lease of the old epoch is accepted
+    by a new client and no lease identity is reused.
+``processes-linearizable``
+    a history recorded from the kit's process and two spawned children, each
+    with its own client over a shared store (``refqueue.conformance.processes``),
+    is linearizable (``refqueue.conformance.linearizability``).
+
+Faults are operations of a check's history: a failure prints the history of
+the check (calls, answers, faults and the passage of time, in order) next to
+what the model says.  Every check is deterministic but the last, which is
+seeded (the seed of the run); a failure's replay runs the failing check
+again with that seed, and for the last the history the checker rejected is
+saved beside the certificate.
+
+Imports: ``fault_replies`` and ``fault_crashes`` (the checks), ``fault_run``
+(a check's clients, model and history), ``processes``, ``linearizability``,
+``probe`` (the verdicts), ``render``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from refqueue.conformance import fault_crashes as crashes
+from refqueue.conformance import fault_replies as replies
+from refqueue.conformance.contract import Backend, load_backend
+from refqueue.conformance.phase import (
+    Check, ChecksReport, Context, PhaseBase, PhaseResult, checks_counts, checks_doc, checks_result, select_checks,
+)  # fmt: skip
+from refqueue.conformance.probe import Failed, NotRun
+from refqueue.conformance.render import replay_module
+
+__all__ = ["CHECKS", "NAMED_CHECKS", "PHASE", "PROCESS_CHILDREN", "PROCESS_OPERATIONS", "check_faults"]
+
+PROCESS_CHILDREN = 2  # spawned children of the multi-process history (the kit's process makes the third)
+PROCESS_OPERATIONS = 200  # calls of the multi-process history, all threads together
+_CLOCK = ("injected_clock",)  # the check moves the queue's clock (past a deadline or intent_timeout)
+
+
+class HistoryRejected(Failed):
+    """The multi-process history is not linearizable (or could not be decided); ``history`` is its JSON."""
+
+    def __init__(self, message: str, history: str | None) -> None:
+        super().__init__(message)
+        self.history = history
+
+
+def _processes(backend: Backend, seed: int) -> int:
+    from refqueue.conformance.history import RecordingHung
+    from refqueue.conformance.linearizability import OK, check
+    from refqueue.conformance.processes import record_processes
+
+    if backend.make_store is not None:
+        raise NotRun("the backend brings its own store (make_store); the processes share a SharedDirFeatureStore")
+    try:
+        history = record_processes(backend, seed=seed, children=PROCESS_CHILDREN, operations=PROCESS_OPERATIONS)
+    except RecordingHung as exc:
+        raise Failed(str(exc)) from exc
+    except RuntimeError as exc:
+        raise Failed(f"a child process could not take part: {exc}") from exc
+    verdict = check(history, max_steps=1_000_000, timeout=None)
+    if verdict.result != OK:
+        what = "could not be decided (an undecided history is not a pass)" if verdict.result == "unknown" else "is not linearizable"
+        raise HistoryRejected(
+            f"the history of {history.threads} threads in {PROCESS_CHILDREN + 1} processes (seed {seed}, "
+            f"{len(history)} calls) {what}:\n{verdict.describe()}",
+            history.to_json(),
+        )
+    return len(history)
+
+
+NAMED_CHECKS: tuple[Check, ...] = (
+    Check("lost-reply-put", "a put whose reply was lost committed; a retry, even after the ack, enqueues nothing",
+          replies.lost_put),
+    Check("lost-reply-put-step", "a put_blocks_until_below step whose reply was lost committed; a retry enqueues "
+          "nothing", replies.lost_put_step),
+    Check("lost-reply-acquire", "an acquire whose reply was lost leaves its lease outstanding, reclaimed after its "
+          "timeout", replies.lost_acquire, _CLOCK),
+    Check("lost-reply-ack", "an ack whose reply was lost committed: lease_state 'acked', a retry answers False, the "
+          "data collected past intent_timeout", replies.lost_ack, _CLOCK),
+    Check("lost-reply-fail", "a fail whose reply was lost committed: lease_state 'pending', a retry answers False",
+          replies.lost_fail),
+    Check("lost-reply-extend", "an extend whose reply was lost committed: the lease outlives its first deadline",
+          replies.lost_extend, ("extend", *_CLOCK)),
+    Check("lost-reply-dead-letter", "a dead_letter whose reply was lost committed once: a retry answers False, the "
+          "data collected past intent_timeout", replies.lost_dead_letter, ("dead_letter", *_CLOCK)),
+    Check("lost-reply-reclaim", "a reclaim_expired whose reply was lost committed: the lease is pending, a retry "
+          "takes nothing back", replies.lost_reclaim, _CLOCK),
+    Check("lost-reply-close", "a close whose reply was lost committed: puts are refused, a retry is harmless",
+          replies.lost_close),
+    Check("crash-mid-ack", "a client killed right after its ack (dead_letter, fail at the cap) commits: another client "
+          "collects its data past intent_timeout", crashes.crash_mid_ack, _CLOCK),
+    Check("reclaimer-collects-intents", "another client's background reclaimer collects a dead client's scrub intent "
+          f"within {crashes.RECOVER_WITHIN:g} s", crashes.reclaimer_collects_intents, ("reclaimer", *_CLOCK)),
+    Check("reclaimer-survives-lost-reply", "a background reclaimer whose reply was lost keeps reclaiming (within "
+          f"{crashes.RECOVER_WITHIN:g} s)", crashes.reclaimer_survives_lost_reply, ("reclaimer", *_CLOCK)),
+    Check("restart-durable", "a durable restart changes nothing a client sees; leases from before still ack",
+          crashes.restart_durable),
+    Check("restart-lossy", "a lossy restart is detected by every call of the old clients; no stale lease accepted, no "
+          "lease identity reused", crashes.restart_lossy),
+    Check("processes-linearizable", f"a history of clients in {PROCESS_CHILDREN + 1} processes over a shared store is "
+          "linearizable", _processes),
+)  # fmt: skip
+CHECKS = tuple(c.name for c in NAMED_CHECKS)
+_BY_NAME = {c.name: c for c in NAMED_CHECKS}
+
+
+def check_faults(backend: Backend | str, *, seed: int = 0, checks: Sequence[str] | None = None) -> ChecksReport:
+    """Run ``checks`` (default: all of ``CHECKS``, in that order) on ``backend``,
+    which must declare ``faults``; stop at the first failure."""
+    if isinstance(backend, str):
+        backend = load_backend(backend)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {seed!r}")
+    if not backend.capabilities.faults or backend.faults is None:
+        raise ValueError(
+            f"{backend.target} does not declare faults (Capabilities(faults=True) and a factory attribute faults "
+            f"holding its FaultHooks); the faults phase has nothing to run"
+        )
+    chosen = select_checks(CHECKS, checks)
+    report = ChecksReport()
+    caps = backend.capabilities.to_dict()
+    started = time.perf_counter()
+    for check in NAMED_CHECKS:
+        if check.name not in chosen:
+            continue
+        missing = [c for c in check.needs if not caps[c]]
+        if missing:
+            report.not_run[check.name] = f"{', '.join(missing)}=False declared"
+            continue
+        began = time.perf_counter()
+        failure = None
+        try:
+            report.steps += check.run(backend, seed)
+        except NotRun as exc:
+            report.not_run[check.name] = str(exc)
+            continue
+        except HistoryRejected as exc:
+            failure, report.history = str(exc), exc.history
+        except Failed as exc:
+            failure = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a hook or the factory that raised
+            failure = f"{type(exc).__name__}: {exc}"
+        report.checks[check.name] = {"what": check.what, "seconds": round(time.perf_counter() - began, 3)}
+        if failure is not None:
+            report.failure = f"faults phase, check {check.name}: {failure}"
+            report.failed_check = check.name
+            break
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+class FaultsPhase(PhaseBase):
+    name = "faults"
+    needs = ("faults",)
+    split = True
+    checks = CHECKS
+
+    def skipped(self, lacking: Sequence[str]) -> str:
+        return "faults=False declared: the backend gives the kit no fault hooks (see docs/CERTIFYING.md, the faults phase)"
+
+    def run(self, context: Context) -> PhaseResult:
+        context.progress.start("faults", len(CHECKS))
+        report = check_faults(context.backend, seed=context.seed)
+        context.progress.update(len(report.checks) + len(report.not_run), "checks", force=True)
+        counts = checks_counts(report, bounded=False, not_run=dict(report.not_run))
+        result = checks_result(context, "faults", report, counts, _render)
+        if result.failure is not None:
+            result.history = report.history
+        return result
+
+    def summary(self, name: str, entry: Mapping[str, Any]) -> list[str]:
+        not_run = f"; not run: {', '.join(entry['not_run'])}" if entry.get("not_run") else ""
+        lines = [f"  {name:<13} {len(entry['checks'])} checks, {entry['steps']:,} calls, {entry['seconds']} s{not_run}"]
+        for check, seconds in entry["check_seconds"].items():
+            lines.append(f"  {'':<13} {check:<30} {seconds} s")
+        for check, why in entry.get("not_run", {}).items():
+            lines.append(f"  {'':<13} {check:<30} not run: {why}")
+        return lines
+
+
+def _render(context: Context, report: ChecksReport) -> str:
+    """A pytest module that runs the failing check of the faults phase again (same seed)."""
+    notes = [
+        "This test runs the failing check again on a fresh queue, with the same seed and the same faults at the",
+        "same calls (the multi-process check records a new history from the same programs).",
+    ]
+    return replay_module(
+        checks_doc(context, "faults", report, "does not survive faults as docs/API.md says.", notes),
+        ["from refqueue.conformance.contract import load_backend", "from refqueue.conformance.faults import check_faults"],
+        [
+            f"report = check_faults(BACKEND, seed={context.seed!r}, checks=({report.failed_check!r},))",
+            "assert report.ok, report.failure",
+        ],
+        target=context.target,
+    )
+
+
+PHASE = FaultsPhase()

@@ -1,0 +1,297 @@
+"""What a phase of a certification is: one small interface, and the pieces
+the phases share.
+
+A *phase* is one module of the kit (``refqueue.conformance.phases`` lists
+them in the order they run) exposing ``PHASE``, an object with
+
+``name``
+    the phase's name (``--phase NAME``; its entry in the certificate)
+``needs``
+    the capabilities it cannot run without; a backend that lacks one gets the
+    phase listed as skipped, with ``skipped(lacking)`` saying why, and
+    ``not_checked(lacking)`` joins the certificate's list of checks not run
+``run(context) -> PhaseResult``
+    everything the phase does.  The result carries its verdict, its counts
+    (the certificate's entry: ``steps``, ``seconds`` and the phase's own
+    numbers), its coverage, the checks it did not run, and on a failure the
+    failure and the source of the pytest module that replays it.
+
+and, optionally, what it adds to the certificate's text: ``summary(entry)``
+(the lines ``refqueue certify`` prints for its entry), ``coverage_summary``
+and ``coverage_markdown`` (for the coverage it reported), ``refuse`` (why
+the options cannot be certified at all, before anything runs) and
+``model_units`` (how much residency its model must represent on a backend's
+own store).  ``PhaseBase`` gives every optional part a default.
+
+``certify`` (``refqueue.conformance.certify``) composes the phases: it runs
+each in order on one ``Context``, merges the results into one certificate
+and stops at the first failure; it knows nothing else of them, as Jepsen's
+``checker/compose`` merges independent verdict maps.  Adding a phase touches
+no other phase.
+
+The phases made of named checks (``calls``, ``producers``, ``blocking``,
+``faults``) list them as ``Check`` records and report through a
+``ChecksReport``; ``checks_result`` turns one into a ``PhaseResult``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from refqueue.conformance.contract import Backend
+from refqueue.conformance.progress import Progress
+
+__all__ = [
+    "Check", "ChecksReport", "Context", "Phase", "PhaseBase", "PhaseResult", "checks_counts", "checks_doc",
+    "checks_result", "harness_failure", "lacking", "select_checks", "timed",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every phase of one certification runs with.
+
+    ``profile`` is a ``refqueue.conformance.profiles.Profile``; ``steps`` the
+    lockstep override (None: the profile's); ``steps_before`` the steps the
+    phases before this one took (a failure reports the steps of all phases
+    until it showed).
+    """
+
+    backend: Backend
+    profile: Any
+    seed: int
+    steps: int | None
+    exhaustive: bool
+    progress: Progress
+    kit_version: str
+    steps_before: int = 0
+
+    @property
+    def target(self) -> str:
+        return self.backend.target
+
+    def found_by(self, phase: str) -> str:
+        """The line of a replay that says where the failure was found."""
+        return (
+            f"Found by the refqueue conformance kit {self.kit_version} (profile {self.profile.name}, seed {self.seed}, "
+            f"phase {phase})."
+        )
+
+
+@dataclass
+class PhaseResult:
+    """What one phase found.
+
+    ``counts`` is the phase's entry in the certificate (``steps``,
+    ``seconds``, ``steps_per_second`` and its own numbers; ``skipped`` with
+    why when it did not run).  ``key`` names that entry when it is not the
+    phase's name (the walks phase reports ``exhaustive`` for the cover).
+    ``coverage`` is merged into the certificate's coverage; ``not_run``
+    (``{"check", "why"}``) joins its list of checks not run.  On a failure,
+    ``failure`` is the certificate's failure record (``phase``, ``message``,
+    ``steps_to_failure``, ``phase_steps_to_failure``, ``trace_steps`` and
+    what the phase adds), ``replay`` the source of the pytest module that
+    replays it, and ``history`` the JSON of a history the phase rejected.
+    """
+
+    counts: dict[str, Any]
+    key: str | None = None
+    coverage: dict[str, Any] = field(default_factory=dict)
+    not_run: list[dict[str, str]] = field(default_factory=list)
+    failure: dict[str, Any] | None = None
+    replay: str | None = None
+    history: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        """``"fail"``, ``"skipped"`` or ``"pass"``."""
+        if self.failure is not None:
+            return "fail"
+        return "skipped" if "skipped" in self.counts else "pass"
+
+    @property
+    def steps(self) -> int:
+        return int(self.counts.get("steps", 0))
+
+
+class Phase(Protocol):
+    """The interface of a phase (see the module docstring)."""
+
+    name: str
+    needs: tuple[str, ...]
+
+    def run(self, context: Context) -> PhaseResult: ...
+
+
+class PhaseBase:
+    """Defaults for the optional parts of a phase; a phase module subclasses it
+    and sets ``name``, ``needs`` and ``run``."""
+
+    name = ""
+    needs: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()  # certificate entries it may write besides ``name``
+    split = False  # the pytest plugin reports one test per named check (``checks``)
+    checks: tuple[str, ...] = ()
+
+    def run(self, context: Context) -> PhaseResult:  # pragma: no cover - every phase overrides it
+        raise NotImplementedError
+
+    def skipped(self, lacking: Sequence[str]) -> str:
+        """Why the phase did not run on a backend that lacks ``lacking``."""
+        return f"{', '.join(f'{name}=False declared' for name in lacking)}"
+
+    def not_checked(self, lacking: Sequence[str]) -> dict[str, str]:
+        """The certificate's not-checked entry of the phase, skipped for ``lacking``."""
+        return {"check": f"{self.name} phase", "why": self.skipped(lacking)}
+
+    def refuse(self, backend: Backend, exhaustive: bool) -> str | None:
+        """Why ``backend`` cannot be certified with these options at all (``certify``
+        raises ``ValueError`` with it before any phase runs), or None."""
+        return None
+
+    def model_units(self, capabilities: Any) -> int:
+        """Units of residency the phase's model reaches on a backend's own store (0: none)."""
+        return 0
+
+    def summary(self, name: str, entry: Mapping[str, Any]) -> list[str]:
+        """The lines ``refqueue certify`` prints for the phase's entry ``name``
+        (each ``"  "``, a 13-wide column with the name on the first, the text)."""
+        rate = f", {entry['steps_per_second']:,} steps/s" if entry.get("steps_per_second") else ""
+        return [f"  {name:<13} {entry.get('steps', 0):,} steps, {entry.get('seconds', 0)} s{rate}"]
+
+    def coverage_summary(self, coverage: Mapping[str, Any]) -> list[str]:
+        """The lines ``refqueue certify`` prints for the coverage the phase reported
+        (after every phase's own lines)."""
+        return []
+
+    def coverage_markdown(self, coverage: Mapping[str, Any]) -> list[str]:
+        """Sections of the certificate's Markdown for the coverage the phase reported."""
+        return []
+
+
+def lacking(backend: Backend, needs: Sequence[str]) -> list[str]:
+    """The capabilities of ``needs`` the backend does not declare."""
+    caps = backend.capabilities.to_dict()
+    return [name for name in needs if not caps.get(name, False)]
+
+
+def timed(steps: int, seconds: float, **detail: Any) -> dict[str, Any]:
+    """A phase's counts: its steps, time and rate, then ``detail``."""
+    return {
+        "steps": steps,
+        "seconds": round(seconds, 2),
+        "steps_per_second": round(steps / seconds) if seconds > 0 else None,
+        **detail,
+    }
+
+
+def harness_failure(context: Context, phase: str, failure: Any, in_phase: int | None) -> tuple[dict[str, Any], str]:
+    """The failure record and replay of a ``harness.Failure`` found after
+    ``in_phase`` steps of ``phase`` (walks, exhaustive, lockstep)."""
+    from refqueue.conformance.render import render_test
+
+    source = render_test(
+        failure.trace,
+        target=context.target,
+        config=failure.config,
+        sizes=failure.sizes,
+        store=failure.store,
+        clock_start=failure.clock_start,
+        reason=f"{failure.message}\n\n{context.found_by(phase)}",
+    )
+    record = {
+        "phase": phase,
+        "message": failure.message,
+        "steps_to_failure": context.steps_before + (in_phase or 0),  # all phases' steps until it showed
+        "phase_steps_to_failure": in_phase or 0,
+        "trace_steps": len(failure.trace),
+    }
+    return record, source
+
+
+# -- phases made of named checks -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Check:
+    """One named check of a phase made of checks: what it checks (a sentence for
+    the certificate), the function that runs it, the capabilities it needs."""
+
+    name: str
+    what: str
+    run: Callable[..., Any]
+    needs: tuple[str, ...] = ()
+
+
+@dataclass
+class ChecksReport:
+    """What a phase made of named checks found: per check what it checked, its
+    time and its numbers; the checks not run and why; the first failure (its
+    check and message); or why the whole phase was skipped.  ``bound`` is the
+    phase's time bound, where it has one."""
+
+    bound: float | None = None
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    not_run: dict[str, str] = field(default_factory=dict)
+    steps: int = 0  # backend calls made
+    seconds: float = 0.0
+    failure: str | None = None
+    failed_check: str | None = None
+    skipped: str | None = None
+    history: str | None = None  # the JSON of a history a check rejected, kept beside the certificate
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+def select_checks(names: Sequence[str], checks: Sequence[str] | None) -> tuple[str, ...]:
+    """``checks`` (default: every one of ``names``), validated: a non-empty subset."""
+    chosen = tuple(names) if checks is None else tuple(checks)
+    if not chosen or any(c not in names for c in chosen):
+        raise ValueError(f"checks must be a non-empty subset of {tuple(names)}, got {chosen!r}")
+    return chosen
+
+
+def checks_result(
+    context: Context,
+    phase: str,
+    report: ChecksReport,
+    counts: dict[str, Any],
+    render: Callable[[Context, ChecksReport], str],
+) -> PhaseResult:
+    """The ``PhaseResult`` of a phase made of named checks: ``counts`` its
+    entry; the checks ``report.not_run`` names join the certificate's
+    not-checked list; a failed check is the failure, replayed by
+    ``render(context, report)``."""
+    result = PhaseResult(counts, not_run=[{"check": f"{phase}: {name}", "why": why} for name, why in report.not_run.items()])
+    if report.ok:
+        return result
+    result.failure = {
+        "phase": phase,
+        "message": report.failure,
+        "steps_to_failure": context.steps_before + report.steps,
+        "phase_steps_to_failure": report.steps,
+        "trace_steps": 0,
+        "check": report.failed_check,
+    }
+    result.replay = render(context, report)
+    return result
+
+
+def checks_counts(report: ChecksReport, *, bounded: bool, **detail: Any) -> dict[str, Any]:
+    """The certificate's entry for a phase made of named checks: its steps and
+    time, what each check checked, its bound (``bounded``), each check's
+    seconds, then ``detail``."""
+    head: dict[str, Any] = {"checks": {name: c["what"] for name, c in report.checks.items()}}
+    if bounded:
+        head["bound_s"] = report.bound
+    head["check_seconds"] = {name: c["seconds"] for name, c in report.checks.items()}
+    return timed(report.steps, report.seconds, **head, **detail)
+
+
+def checks_doc(context: Context, phase: str, report: ChecksReport, headline: str, notes: list[str]) -> list[str]:
+    """The docstring of a checks phase's replay: what failed, where it was found, how it replays."""
+    return [f"Counterexample: {context.target} {headline}", "", *str(report.failure).splitlines(), "", context.found_by(phase), *notes]

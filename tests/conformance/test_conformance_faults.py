@@ -1,0 +1,88 @@
+"""The faults phase's own logic, on small fake backends (``fault_backends``:
+an in-process queue served over a socket with fake fault hooks): the correct
+one passes every check, each broken one is caught by the check made for its
+rule, with the check's history in the message; a backend without faults
+gets the phase listed as not run.  Certification evidence for a real
+deployment is ``refqueue certify refqueue.backends.redis:make --phase faults``."""
+
+import json
+
+import pytest
+
+from refqueue.conformance import fault_crashes
+from refqueue.conformance.certify import certify
+from refqueue.conformance.faults import CHECKS, check_faults
+from refqueue.conformance.history import History
+
+pytestmark = pytest.mark.torch
+
+FAKE = "fault_backends:make"
+
+
+def test_the_correct_fake_passes_every_check():
+    report = check_faults(FAKE, seed=3)
+    assert report.ok, report.failure
+    assert list(report.checks) == list(CHECKS) and report.not_run == {}
+    assert report.steps > 0
+
+
+@pytest.mark.parametrize(
+    ("fake", "check", "says"),
+    [
+        ("make_forgets_puts", "lost-reply-put", "A: put('s0') again (a retry) raised DuplicateSample (kind 'duplicate')"),
+        ("make_never_collects", "lost-reply-ack", "after reclaim_expired() with the clock past intent_timeout (5 s), A and the store disagree with the model: the store holds 36 bytes in 2 samples"),
+        ("make_lease_state_live", "lost-reply-ack", "A: lease_state(L0) is 'live'; the model says 'acked'"),
+        ("make_loss_unnoticed", "restart-lossy", "A: pending_count() after a lossy restart returned 0; the loss went unnoticed"),
+        ("make_same_epoch_after_loss", "restart-lossy", "a client opened after a lossy restart has the old epoch"),
+        ("make_durable_loses", "restart-durable", "after a durable restart, A: pending_count() raised StateLost"),
+    ],
+)  # fmt: skip
+def test_each_broken_rule_is_caught_by_its_check_with_the_history(fake, check, says):
+    report = check_faults(f"fault_backends:{fake}")
+    assert report.failed_check == check, report.failure
+    assert report.failure.startswith(f"faults phase, check {check}: ")
+    assert says in report.failure, report.failure
+    assert "the check's history (calls, answers and faults, in order):" in report.failure
+    assert "    1. A: a fresh queue made by the factory" in report.failure
+    assert "fault: " in report.failure  # the fault is an operation of the history, shown with the calls
+
+
+def test_a_reclaimer_that_dies_at_its_first_lost_reply_is_caught(monkeypatch):
+    monkeypatch.setattr(fault_crashes, "RECOVER_WITHIN", 1.0)
+    report = check_faults("fault_backends:make_dying_reclaimer", checks=("reclaimer-survives-lost-reply",))
+    assert report.failed_check == "reclaimer-survives-lost-reply"
+    assert "A's background reclaimer taking back the expired lease (round 2) did not happen within 1.0 s" in report.failure
+    assert "fault: the reply to A's next state-changing call will be lost (A's reclaimer makes it)" in report.failure
+
+
+def test_a_client_that_answers_reads_from_a_cache_is_not_linearizable_across_processes():
+    report = check_faults("fault_backends:make_cached_reads", seed=1, checks=("processes-linearizable",))
+    assert report.failed_check == "processes-linearizable"
+    assert "in 3 processes (seed 1, " in report.failure and "is not linearizable" in report.failure
+    history = History.from_json(report.history)
+    assert history.threads == 4 and len(history) > 0
+
+
+def test_a_backend_without_faults_gets_the_phase_listed_as_not_run():
+    cert = certify("refqueue.conformance.backends:inprocess", phases=("faults",))
+    assert cert.passed
+    assert cert.phases["faults"] == {
+        "steps": 0,
+        "skipped": "faults=False declared: the backend gives the kit no fault hooks (see docs/CERTIFYING.md, the faults phase)",
+    }
+    assert {"check": "faults phase", "why": cert.phases["faults"]["skipped"]} in cert.not_checked
+    with pytest.raises(ValueError, match=r"does not declare faults \(Capabilities\(faults=True\) and a factory attribute"):
+        check_faults("refqueue.conformance.backends:inprocess")
+
+
+def test_a_faults_failure_replays_as_a_test_and_the_certificate_names_the_check():
+    cert = certify("fault_backends:make_never_collects", phases=("faults",), seed=5)
+    assert cert.failure["phase"] == "faults" and cert.failure["check"] == "lost-reply-ack"
+    assert "report = check_faults(BACKEND, seed=5, checks=('lost-reply-ack',))" in cert.counterexample
+    namespace = {"__name__": "replay"}
+    exec(compile(cert.counterexample, "<replay>", "exec"), namespace)  # noqa: S102 - the kit's own printed test
+    with pytest.raises(AssertionError, match="check lost-reply-ack"):
+        namespace["test_counterexample"]()
+    entry = cert.phases["faults"]
+    assert list(entry["checks"])[-1] == "lost-reply-ack" and entry["steps"] > 0
+    assert json.loads(json.dumps(cert.to_dict()))["failure"]["check"] == "lost-reply-ack"
