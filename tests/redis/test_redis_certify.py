@@ -17,8 +17,10 @@ pytestmark = pytest.mark.redis
 TARGET = "refqueue.backends.redis:make"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("phase", PHASES)
+# walks and lockstep take minutes against a server (thousands of script calls)
+@pytest.mark.parametrize(
+    "phase", [pytest.param(p, marks=[pytest.mark.slow]) if p in ("walks", "lockstep") else p for p in PHASES]
+)
 def test_every_phase_passes_on_a_throwaway_server(phase):
     cert = certify(TARGET, profile="ci", phases=(phase,))
     assert cert.passed, cert.counterexample
