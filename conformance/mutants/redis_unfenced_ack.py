@@ -51,3 +51,4 @@ def make(store: Any, clock: Any, **config: Any) -> UnfencedAck:
 
 
 make.capabilities = redis_backend.make.capabilities  # type: ignore[attr-defined]
+make.faults = redis_backend.make.faults  # type: ignore[attr-defined]
