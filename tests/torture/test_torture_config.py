@@ -35,6 +35,12 @@ def test_a_url_off_this_machine_is_refused_without_its_password():
         check_loopback_url("redis://u:secret@10.0.0.5:6379/0")
 
 
+def test_a_url_off_this_machine_is_refused_without_a_password_given_as_a_query_parameter():
+    with pytest.raises(ValueError) as refused:
+        check_loopback_url("redis://10.0.0.5:6379/0?password=secret")
+    assert "secret" not in str(refused.value) and "?password=***" in str(refused.value), refused.value
+
+
 def test_a_tls_url_is_refused():
     with pytest.raises(ValueError, match=r"^--url 'rediss://127\.0\.0\.1:6379/0' has scheme 'rediss'; the torture "
                                          r"proxies plain TCP"):

@@ -104,6 +104,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from refqueue._callbacks import OrderedCallbacks
+from refqueue._redact import redacted
 from refqueue._checks import (
     DEFAULT_DEAD_LETTER_LIMIT,
     check_optional_callable,
@@ -211,22 +212,6 @@ class _Scripts:
 _SCRIPT_CACHE: dict[type, _Scripts] = {}
 
 
-# A password given as a query parameter (redis-py reads ?password=), in any case.
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
-
-
-def redacted(url: str) -> str:
-    """``url`` with every password in it replaced by ``***``: the one after the
-    user (everything from the first ``:`` of the part before the last ``@``
-    ahead of the query), and any ``password=`` query parameter.  Text only:
-    never raises, whatever the URL."""
-    scheme, sep, rest = url.partition("://")
-    if sep:
-        cut = min((i for i in (rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
-        userinfo, at, after = rest[:cut].rpartition("@")
-        if at and ":" in userinfo:
-            url = f"{scheme}{sep}{userinfo.partition(':')[0]}:***@{after}{rest[cut:]}"
-    return _QUERY_PASSWORD.sub(r"\1***", url)
 
 
 def _check_url(url: object, call: str = "RedisSampleRefQueue") -> str:

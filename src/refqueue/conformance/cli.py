@@ -23,10 +23,10 @@ drawn on stderr while it runs.  Importing this module imports nothing heavy.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from typing import Any
 
+from refqueue._redact import redacted_text as redact
 from refqueue.conformance.phases import PHASES, phase, phase_of_entry
 
 __all__ = ["DEFAULT_BACKEND", "add_arguments", "run"]
@@ -171,19 +171,6 @@ def _option(text: str) -> tuple[str, Any]:
             f"-o {key}=...: the value nests JSON too deeply ({len(raw):,} characters); pass a flatter value"
         ) from None
     return key, value
-
-
-_USER_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:'\"]*):[^\s@'\"]*@")
-_QUERY_PASSWORD = re.compile(r"(?P<head>[?&;]password=)[^&#\s'\"]*", re.IGNORECASE)
-
-
-def redact(text: str) -> str:
-    """``text`` with the password of every URL in it replaced by ``***`` (the
-    one after a user, ``scheme://user:PASSWORD@host``, and a ``password=``
-    query parameter): what certify prints of options and of the errors a
-    factory raised about them."""
-    text = _USER_PASSWORD.sub(lambda m: f"{m['head']}:***@", text)
-    return _QUERY_PASSWORD.sub(lambda m: f"{m['head']}***", text)
 
 
 def _options(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

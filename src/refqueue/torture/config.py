@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from refqueue._redact import redacted
+
 __all__ = ["TortureConfig", "FAULTS", "PERSISTENCE", "parse_faults", "check_loopback_url"]
 
 FAULTS = ("kill", "drop", "restart", "pause")
@@ -45,7 +47,7 @@ def check_loopback_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme != "redis":
         raise ValueError(
-            f"--url {_redacted(url)!r} has scheme {parts.scheme!r}; the torture proxies plain TCP, so pass a "
+            f"--url {redacted(url)!r} has scheme {parts.scheme!r}; the torture proxies plain TCP, so pass a "
             f"redis:// URL on a loopback address, e.g. 'redis://127.0.0.1:6379/0'"
         )
     host = parts.hostname or ""
@@ -55,22 +57,15 @@ def check_loopback_url(url: str) -> str:
         loopback = False
     if not loopback:
         raise ValueError(
-            f"--url {_redacted(url)!r} names host {host!r}, which is not a loopback address; the torture kills, "
+            f"--url {redacted(url)!r} names host {host!r}, which is not a loopback address; the torture kills, "
             f"drops and deletes what it runs against, so it only runs on this machine: pass a server on "
             f"127.0.0.1 (or ::1, localhost), or leave --url out for a throwaway one"
         )
     try:
         parts.port  # noqa: B018 (raises on a bad port)
     except ValueError as exc:
-        raise ValueError(f"--url {_redacted(url)!r}: {exc}; pass e.g. 'redis://127.0.0.1:6379/0'") from None
+        raise ValueError(f"--url {redacted(url)!r}: {exc}; pass e.g. 'redis://127.0.0.1:6379/0'") from None
     return url
-
-
-def _redacted(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return url.replace(f":{parts.password}@", ":***@", 1)
 
 
 def _positive(name: str, value: object, *, integer: bool = False, allow_zero: bool = False) -> None:
