@@ -767,6 +767,35 @@ def _read(rec: _Recorder, thread: int, name: str) -> None:
         rec.call(thread, name, [], getattr(q, name))
 
 
+def _recording_threads(
+    rec: Any, plans: Mapping[int, Any], fresh: Mapping[int, Any], seed: int, caps: Any, name: str
+) -> list[threading.Thread]:
+    """One daemon thread per program, not started: thread 0 runs the
+    controller's, every other a worker's (seeded from ``seed`` and its
+    number); they pass one barrier together, and an error of one is kept in
+    ``rec.errors`` (re-raised by the recording thread) and breaks the barrier."""
+    for t in plans:
+        rec.events[t] = []
+    start = threading.Barrier(len(plans))
+
+    def run(t: int) -> None:
+        rng = random.Random(seed * 1009 + t + 7919)
+        rec.thread_of[threading.get_ident()] = t
+        try:
+            start.wait()
+            if t == 0:
+                _controller(rec, t, plans[t], caps)
+            else:
+                _worker(rec, t, plans[t], fresh[t], rng, caps)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the recording thread
+            rec.errors.append(exc)
+            start.abort()
+        finally:
+            rec.current.pop(t, None)
+
+    return [threading.Thread(target=run, args=(t,), name=f"{name}-{t}", daemon=True) for t in plans]
+
+
 def _controller(rec: _Recorder, thread: int, plan: Sequence[str], caps: Any) -> None:
     q = rec.queue
     clock = rec.session.clock
@@ -878,28 +907,7 @@ def record(
         rec = _Recorder(session, refs, rich)
         rec.close_after = int(_CLOSE_AT * sum(len(p) for t, p in plans.items() if t != 0))
         session.recorder = rec
-        for t in plans:
-            rec.events[t] = []
-        start = threading.Barrier(threads)
-
-        def run(t: int) -> None:
-            rng = random.Random(seed * 1009 + t + 7919)
-            rec.thread_of[threading.get_ident()] = t
-            try:
-                start.wait()
-                if t == 0:
-                    _controller(rec, t, plans[t], caps)
-                else:
-                    _worker(rec, t, plans[t], fresh[t], rng, caps)
-            except BaseException as exc:  # noqa: BLE001 - re-raised by the recording thread
-                rec.errors.append(exc)
-                start.abort()
-            finally:
-                rec.current.pop(t, None)
-
-        workers = [
-            threading.Thread(target=run, args=(t,), name=f"refqueue-history-{t}", daemon=True) for t in plans
-        ]
+        workers = _recording_threads(rec, plans, fresh, seed, caps, "refqueue-history")
         previous = sys.getswitchinterval()
         sys.setswitchinterval(switch_interval)
         try:

@@ -50,9 +50,9 @@ from refqueue.conformance.history import (
     FORMAT,
     History,
     RecordingHung,
-    _controller,
     _plan,
     _Recorder,
+    _recording_threads,
     _worker,
     history_config,
 )
@@ -153,26 +153,8 @@ def record_processes(
             for child in procs:
                 child.ready(_START_WITHIN)
             rec = _Stamped(queue, store, clock, refs)  # every ref: a lease tells whether it carries the ref put
-            for t in (0, 1):
-                rec.events[t] = []
-            start = threading.Barrier(2)
-
-            def run(t: int) -> None:
-                rng = random.Random(seed * 1009 + t + 7919)
-                rec.thread_of[threading.get_ident()] = t
-                try:
-                    start.wait()
-                    if t == 0:
-                        _controller(rec, t, programs[t], caps)
-                    else:
-                        _worker(rec, t, programs[t], fresh[t], rng, caps)
-                except BaseException as exc:  # noqa: BLE001 - re-raised by the recording thread
-                    rec.errors.append(exc)
-                    start.abort()
-                finally:
-                    rec.current.pop(t, None)
-
-            workers = [threading.Thread(target=run, args=(t,), name=f"refqueue-processes-{t}", daemon=True) for t in (0, 1)]
+            # the kit's process runs programs 0 (the controller) and 1; the children the others
+            workers = _recording_threads(rec, {t: programs[t] for t in (0, 1)}, fresh, seed, caps, "refqueue-processes")
             for child in procs:
                 child.go()
             for w in workers:
