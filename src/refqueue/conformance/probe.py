@@ -17,7 +17,7 @@ on this backend (the reason).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from refqueue.clock import ManualClock
@@ -26,7 +26,7 @@ from refqueue.conformance.samples import STORE_META, default_store, sample_tenso
 from refqueue.refs import SampleRef
 from refqueue.store import FeatureStore
 
-__all__ = ["WITHIN", "Failed", "NotRun", "Probe", "ScrubSwitch", "bounded"]
+__all__ = ["WITHIN", "Failed", "NotRun", "Probe", "ScrubSwitch", "bounded", "observed"]
 
 WITHIN = 5.0  # seconds a call that must return at once may take before it counts as hung
 
@@ -187,3 +187,24 @@ def bounded(what: str, fn: Callable[[], Any], within: float = WITHIN) -> Any:
         error = box["error"]
         raise Failed(f"{what} raised {type(error).__name__}: {error}") from error
     return box.get("value")
+
+
+def observed(reads: Sequence[tuple[str, Callable[[], Any]]], *, within: float, hung: str, name: str) -> str:
+    """``"pending 1, outstanding 0, ..."``: each read that answers, for a
+    failure message.  Never raises (a read that raises is left out) and never
+    waits more than ``within`` seconds on a backend that holds its lock for
+    ever: the reads run in a daemon thread named ``name``, and ``hung`` ends
+    the message when it has not finished."""
+    parts: list[str] = []
+
+    def read_all() -> None:
+        for what, read in reads:
+            try:
+                parts.append(f"{what} {read()}")
+            except Exception:  # noqa: BLE001 - a missing observable is not the message's concern
+                continue
+
+    reader = threading.Thread(target=read_all, name=name, daemon=True)
+    reader.start()
+    reader.join(within)
+    return ", ".join([*parts, hung] if reader.is_alive() else parts)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from refqueue.conformance.contract import rejection_kind
+from refqueue.conformance.probe import observed
 
 __all__ = ["GRACE", "POLL", "ThreadedCheck"]
 
@@ -72,27 +73,15 @@ class ThreadedCheck:
         """The queue's observables, for a failure message; never raises, and never
         waits more than ``GRACE`` seconds on a backend that holds its lock forever."""
         q = self.q
-        parts: list[str] = []
-
-        def read_all() -> None:
-            for name, read in (
-                ("pending", q.pending_count),
-                ("outstanding", q.outstanding_count),
-                ("paused", lambda: q.is_paused),
-                ("resident bytes", lambda: self.store.health().resident_bytes),
-                ("parked_bytes", lambda: q.parked_bytes),
-            ):
-                try:
-                    parts.append(f"{name} {read()}")
-                except Exception:  # noqa: BLE001 - a missing property is not this check's concern
-                    continue
-
-        reader = threading.Thread(target=read_all, name=f"refqueue-producers-{self.name}-observer", daemon=True)
-        reader.start()
-        reader.join(GRACE)
-        if reader.is_alive():
-            return ", ".join([*parts, f"the next read did not return within {GRACE} s"])
-        return ", ".join(parts)
+        reads = (
+            ("pending", q.pending_count),
+            ("outstanding", q.outstanding_count),
+            ("paused", lambda: q.is_paused),
+            ("resident bytes", lambda: self.store.health().resident_bytes),
+            ("parked_bytes", lambda: q.parked_bytes),
+        )
+        return observed(reads, within=GRACE, hung=f"the next read did not return within {GRACE} s",
+                        name=f"refqueue-producers-{self.name}-observer")
 
     def ask(self, what: str, fn: Callable[[], Any]) -> tuple[bool, Any]:
         """``fn()`` made by the checking thread, waited for at most ``bound + GRACE``

@@ -26,6 +26,7 @@ from typing import Any
 
 from refqueue.clock import ManualClock
 from refqueue.conformance.contract import Backend
+from refqueue.conformance.probe import observed
 from refqueue.conformance.samples import STORE_META, UNIT_BYTES, default_store, sample_tensors
 
 __all__ = [
@@ -169,24 +170,13 @@ class WaitQueue:
 
     def observed(self) -> str:
         """The queue's counts, for a message; never raises, never waits long on a stuck lock."""
-        parts: list[str] = []
-
-        def read() -> None:
-            for name, fn in (
-                ("pending", self.q.pending_count),
-                ("outstanding", self.q.outstanding_count),
-                ("paused", lambda: self.q.is_paused),
-                ("closed", lambda: self.q.is_closed),
-            ):
-                try:
-                    parts.append(f"{name} {fn()}")
-                except Exception:  # noqa: BLE001 - a missing observable is not this message's concern
-                    continue
-
-        reader = threading.Thread(target=read, name=f"refqueue-blocking-{self.check}-observer", daemon=True)
-        reader.start()
-        reader.join(0.5)
-        return ", ".join(parts) if not reader.is_alive() else ", ".join([*parts, "the next read hung"])
+        reads = (
+            ("pending", self.q.pending_count),
+            ("outstanding", self.q.outstanding_count),
+            ("paused", lambda: self.q.is_paused),
+            ("closed", lambda: self.q.is_closed),
+        )
+        return observed(reads, within=0.5, hung="the next read hung", name=f"refqueue-blocking-{self.check}-observer")
 
     def finish(self) -> None:
         """Close the queue and the store (best effort, bounded); stop a reclaimer."""
