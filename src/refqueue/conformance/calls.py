@@ -44,7 +44,9 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     model (a deadline heap that loses entries past a thousand shows here).
 
 A check whose capability the backend declares absent is listed as not run,
-with the reason; it never passes.  The checks are ``NAMED_CHECKS``, run in
+with the reason; it never passes.  An exception of the backend that escapes
+a check (a call it lacks, a store that refused the check's data) fails that
+check, naming the call and the exception (``refqueue.conformance.crash``).  The checks are ``NAMED_CHECKS``, run in
 that order by ``check_calls``; a failure's replay runs the failing check again.
 
 Imports: ``probe`` (the queue each check makes), ``harness`` (the soak),
@@ -61,6 +63,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from refqueue.conformance.contract import Backend, load_backend
+from refqueue.conformance.crash import blame
 from refqueue.conformance.harness import Divergence, Harness, ModelConfig
 from refqueue.conformance.phase import (
     Check, ChecksReport, Context, PhaseBase, PhaseResult, checks_counts, checks_doc, checks_result, select_checks,
@@ -357,6 +360,15 @@ def check_calls(backend: Backend | str, *, checks: tuple[str, ...] | None = None
         except Failed as exc:
             report.failure = f"{name}: {exc}"
             report.failed_check = name
+            report.checks[name] = {"what": check.what, "seconds": round(time.perf_counter() - t0, 3)}
+            break
+        except Exception as exc:  # noqa: BLE001 - the backend's exception fails the check; the kit's is raised
+            found = blame(exc)
+            if found is None:
+                raise
+            report.failure = f"{name}: {found.describe()}"
+            report.failed_check = name
+            report.crash = found.to_dict()
             report.checks[name] = {"what": check.what, "seconds": round(time.perf_counter() - t0, 3)}
             break
         report.checks[name] = {"what": check.what, "seconds": round(time.perf_counter() - t0, 3)}

@@ -49,6 +49,16 @@ class Certificate:
         return self.failure is None
 
     @property
+    def verdict(self) -> str:
+        """``"pass"``; ``"fail"`` (the backend diverged, or raised where it must
+        not: ``failure["kind"]`` is ``"divergence"`` or ``"crash"``); or ``"could
+        not certify"`` (``failure["kind"] == "unfit"``: the run cannot judge this
+        backend as given, e.g. its own store is too small for a phase's samples)."""
+        if self.failure is None:
+            return "pass"
+        return "could not certify" if self.failure.get("kind") == "unfit" else "fail"
+
+    @property
     def examples(self) -> int:
         return sum(int(p.get("examples", 0)) for p in self.phases.values())
 
@@ -58,7 +68,7 @@ class Certificate:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "verdict": "pass" if self.passed else "fail",
+            "verdict": self.verdict,
             "partial": bool(self.phases_not_requested),
             "phases_not_requested": self.phases_not_requested,
             "backend": self.backend,
@@ -117,7 +127,7 @@ class Certificate:
                 "",
                 "## Failure",
                 "",
-                f"- phase: {self.failure['phase']}",
+                f"- phase: {self.failure['phase']}" + (f", check {self.failure['check']}" if self.failure.get("check") else ""),
                 f"- caught after {self.failure['steps_to_failure']:,} steps",
                 f"- {'shortest failing run' if self.failure.get('shrunk', True) else 'failing run (not shrunk)'}: "
                 f"{self.failure['trace_steps']} steps",

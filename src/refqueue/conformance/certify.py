@@ -8,7 +8,11 @@ whether the backend lacks what it needs (then the phase is listed as
 skipped, with why) or whether the options cannot be certified at all, runs
 the phases asked for, and merges what each returns (its entry, coverage,
 checks not run, failure and replay) into the ``Certificate``
-(``refqueue.conformance.certificate``).  The package docstring of
+(``refqueue.conformance.certificate``).  An exception that escapes a phase
+is judged by ``refqueue.conformance.crash.blame``: the backend's (raised in
+its code or its store, or an attribute or signature docs/API.md requires
+that it lacks) is a failure of that phase, with a replay that runs the phase
+again; the kit's own is raised as ``KitBug``, never reported as a verdict.  The package docstring of
 ``refqueue.conformance`` says what each phase checks.
 
 The certificate records the backend, the kit's version, the profile, the
@@ -28,14 +32,15 @@ from typing import Any
 from refqueue.conformance.certificate import KIT_VERSION, Certificate, write_certificate
 from refqueue.conformance.construction import check_construction
 from refqueue.conformance.contract import Backend, load_backend
-from refqueue.conformance.phase import Context, PhaseResult, lacking
+from refqueue.conformance.crash import KitBug, blame
+from refqueue.conformance.phase import Context, PhaseResult, crashed, lacking
 from refqueue.conformance.phases import PHASES, phase
 from refqueue.conformance.profiles import PROFILES, Profile
 from refqueue.conformance.progress import Progress
 
 __all__ = [
-    "KIT_VERSION", "PHASES", "PROFILES", "Certificate", "Profile", "certify", "check_construction", "not_checked",
-    "write_certificate",
+    "KIT_VERSION", "PHASES", "PROFILES", "Certificate", "KitBug", "Profile", "certify", "check_construction",
+    "not_checked", "write_certificate",
 ]  # fmt: skip
 
 
@@ -113,13 +118,26 @@ def certify(
             if missing:
                 result = PhaseResult({"steps": 0, "skipped": each.skipped(missing)})
             else:
-                result = each.run(dataclasses.replace(context, steps_before=cert.steps))
+                result = _run_phase(each, dataclasses.replace(context, steps_before=cert.steps))
             if not _merge(cert, each.name, result):
                 break
     finally:
         bar.finish()
         cert.duration_s = time.perf_counter() - started
     return cert
+
+
+def _run_phase(each: Any, context: Context) -> PhaseResult:
+    """``each.run(context)``; an exception of the backend that escapes it is a
+    failure of the phase (``crash.blame``), one of the kit's own is a ``KitBug``."""
+    started = time.perf_counter()
+    try:
+        return each.run(context)
+    except Exception as exc:  # noqa: BLE001 - judged here: the backend's, or the kit's
+        found = blame(exc)
+        if found is None:
+            raise KitBug(each.name, exc) from exc
+        return crashed(context, each.name, found, time.perf_counter() - started)
 
 
 def _merge(cert: Certificate, name: str, result: PhaseResult) -> bool:

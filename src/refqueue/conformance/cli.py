@@ -10,11 +10,16 @@ once with the options; a ``TypeError``/``ValueError`` from it (an unknown
 option, a bad value) exits 2 with its message.
 
 Exit status: 0 with a certificate (JSON and Markdown) in the report folder;
-1 when the backend diverges from the model, after printing the shortest
-failing run as a runnable pytest function (also saved in the report folder);
-2 when the target cannot be loaded or an option is wrong, or when the run did
-not finish within ``--timeout`` seconds (default 3600: a factory or backend
-call that hangs; the hung run is left behind in a daemon thread).  A multi-threaded
+1 when the backend diverges from the model or raises where it must not (a
+call it lacks, an exception other than a documented rejection), after
+printing the shortest failing run as a runnable pytest function (also saved
+in the report folder); 2 when no verdict could be reached: the target cannot
+be loaded or an option is wrong, the run did not finish within ``--timeout``
+seconds (default 3600: a factory or backend call that hangs; the hung run is
+left behind in a daemon thread), a phase cannot judge the backend as given
+(the certificate says "could not certify" and why, e.g. its own store too
+small for the phase's samples), or the kit itself failed (a bug in the kit:
+the message asks for a report and prints the traceback).  A multi-threaded
 history the linearizability checker could not decide (``unknown``) also
 exits 1: it is reported, never passed.  A progress bar is
 drawn on stderr while it runs.  Importing this module imports nothing heavy.
@@ -206,6 +211,7 @@ def _probe(backend: Any, options: dict[str, Any]) -> str | None:
 def run(args: Any) -> int:
     from refqueue.conformance.certify import certify, write_certificate
     from refqueue.conformance.contract import load_backend
+    from refqueue.conformance.crash import KitBug, blame
     from refqueue.conformance.progress import Progress
 
     try:
@@ -253,8 +259,17 @@ def run(args: Any) -> int:
     if isinstance(error, ValueError):
         print(f"refqueue certify: {redact(str(error))}", file=sys.stderr)
         return 2
-    if error is not None:
-        raise error
+    if isinstance(error, KitBug):
+        print(f"refqueue certify: {redact(str(error))}\n\n{redact(error.details())}", file=sys.stderr)
+        return 2
+    if error is not None:  # outside every phase: loading the backend's own store, writing the progress bar
+        found = blame(error)
+        if found is None:
+            bug = KitBug("setup", error)
+            print(f"refqueue certify: {redact(str(bug))}\n\n{redact(bug.details())}", file=sys.stderr)
+        else:
+            print(f"refqueue certify: could not certify {args.backend}: {redact(found.describe())}", file=sys.stderr)
+        return 2
     try:
         paths = write_certificate(cert, args.report)
     except OSError as exc:
@@ -265,7 +280,7 @@ def run(args: Any) -> int:
     if not cert.passed:
         print()
         print(cert.counterexample)
-        return 1
+        return 2 if cert.verdict == "could not certify" else 1
     return 0
 
 
@@ -318,16 +333,28 @@ def summary(cert: Any, paths: dict[str, Any]) -> str:
         if "skipped" in p:
             lines.append(f"  {name:<13} skipped: {p['skipped']}")
             continue
+        if "unfit" in p or "crashed" in p:  # the phase ended before its own numbers
+            lines.append(f"  {name:<13} {'could not certify' if 'unfit' in p else 'the backend raised'}, {p['seconds']} s")
+            continue
         lines += phase_of_entry(name).summary(name, p)
     for name in PHASES:
         lines += phase(name).coverage_summary(cert.coverage)
     lines.append(f"  {'duration':<13} {d['duration_s']} s")
     if cert.failure:
         f = cert.failure
-        lines.append(
-            f"  {'failure':<13} {f['phase']}: caught after {f['steps_to_failure']:,} steps; "
-            f"shortest failing run {f['trace_steps']} steps"
-        )
+        kind = f.get("kind", "divergence")
+        check = f", check {f['check']}" if f.get("check") else ""
+        if kind == "unfit":
+            lines.append(f"  {'not judged':<13} {f['phase']}{check}: the phase cannot judge this backend as given")
+        elif kind == "crash":
+            lines.append(
+                f"  {'failure':<13} {f['phase']}{check}: the backend raised after {f['steps_to_failure']:,} steps"
+            )
+        else:
+            lines.append(
+                f"  {'failure':<13} {f['phase']}: caught after {f['steps_to_failure']:,} steps; "
+                f"shortest failing run {f['trace_steps']} steps"
+            )
         lines.append(f"  {'':<13} {f['message']}")
     lines.append(f"  {'certificate':<13} {', '.join(str(p) for p in paths.values())}")
     return "\n".join(lines)

@@ -45,7 +45,7 @@ from refqueue.conformance.progress import Progress
 
 __all__ = [
     "Check", "ChecksReport", "Context", "Phase", "PhaseBase", "PhaseResult", "checks_counts", "checks_doc",
-    "checks_result", "harness_failure", "lacking", "select_checks", "timed",
+    "checks_result", "crashed", "harness_failure", "lacking", "select_checks", "timed", "unfit",
 ]  # fmt: skip
 
 
@@ -92,8 +92,11 @@ class PhaseResult:
     (``{"check", "why"}``) joins its list of checks not run.  On a failure,
     ``failure`` is the certificate's failure record (``phase``, ``message``,
     ``steps_to_failure``, ``phase_steps_to_failure``, ``trace_steps`` and
-    what the phase adds), ``replay`` the source of the pytest module that
-    replays it, and ``history`` the JSON of a history the phase rejected.
+    what the phase adds; ``kind``: ``"divergence"``, ``"crash"`` (the backend
+    raised where it must not; ``crash`` says what, where and what to fix) or
+    ``"unfit"`` (the phase cannot judge this backend as given: "could not
+    certify")), ``replay`` the source of the pytest module that replays it,
+    and ``history`` the JSON of a history the phase rejected.
     """
 
     counts: dict[str, Any]
@@ -241,6 +244,7 @@ class ChecksReport:
     failed_check: str | None = None
     skipped: str | None = None
     history: str | None = None  # the JSON of a history a check rejected, kept beside the certificate
+    crash: dict[str, Any] | None = None  # the failure is the backend's exception (``crash.Crash.to_dict()``)
 
     @property
     def ok(self) -> bool:
@@ -276,8 +280,67 @@ def checks_result(
         "phase_steps_to_failure": report.steps,
         "trace_steps": 0,
         "check": report.failed_check,
+        "kind": "crash" if report.crash is not None else "divergence",
     }
+    if report.crash is not None:
+        result.failure["crash"] = report.crash
     result.replay = render(context, report)
+    return result
+
+
+def _phase_replay(context: Context, phase: str, headline: str, message: str) -> str:
+    """A pytest module that runs ``phase`` of the certification again (same
+    profile and seed) and asserts it passes."""
+    from refqueue.conformance.render import replay_module
+
+    doc = [f"Counterexample: {context.target} {headline}", "", *message.splitlines(), "", context.found_by(phase),
+           "This test runs the phase again (same profile and seed) on fresh queues."]  # fmt: skip
+    return replay_module(
+        doc,
+        ["from refqueue.conformance.certify import certify", "from refqueue.conformance.contract import load_backend"],
+        [
+            f"cert = certify(BACKEND, profile={context.profile.name!r}, seed={context.seed!r}, phases=({phase!r},))",
+            "assert cert.passed, cert.failure['message']",
+        ],
+        target=context.target,
+    )
+
+
+def crashed(context: Context, phase: str, crash: Any, seconds: float) -> PhaseResult:
+    """The ``PhaseResult`` of a phase out of which the backend's exception escaped
+    (``crash``: a ``refqueue.conformance.crash.Crash``): a failure of the phase,
+    replayed by running the phase again."""
+    message = f"{phase} phase: {crash.describe()}"
+    result = PhaseResult(timed(0, seconds, crashed=crash.exception))
+    result.failure = {
+        "phase": phase,
+        "message": message,
+        "steps_to_failure": context.steps_before,
+        "phase_steps_to_failure": 0,
+        "trace_steps": 0,
+        "shrunk": False,
+        "kind": "crash",
+        "crash": crash.to_dict(),
+    }
+    result.replay = _phase_replay(context, phase, "raises where docs/API.md says it returns.", message)
+    return result
+
+
+def unfit(context: Context, phase: str, why: str, seconds: float) -> PhaseResult:
+    """The ``PhaseResult`` of a phase that cannot judge this backend as given
+    (``why`` says why and what to change): the verdict is "could not certify"."""
+    message = f"{phase} phase: could not certify: {why}"
+    result = PhaseResult(timed(0, seconds, unfit=why))
+    result.failure = {
+        "phase": phase,
+        "message": message,
+        "steps_to_failure": context.steps_before,
+        "phase_steps_to_failure": 0,
+        "trace_steps": 0,
+        "shrunk": False,
+        "kind": "unfit",
+    }
+    result.replay = _phase_replay(context, phase, "cannot be certified as given.", message)
     return result
 
 

@@ -140,6 +140,13 @@ class ConformanceItem(pytest.Item):
             cert = excinfo.value.certificate
             f = cert.failure
             shrunk = f.get("shrunk", True)
+            kind = f.get("kind", "divergence")
+            if kind != "divergence":
+                said = "could not be certified" if kind == "unfit" else "raised where docs/API.md says it returns"
+                return (
+                    f"{self.target} {said} ({f['phase']}):\n{f['message']}\n\nReplay it with this test:\n\n"
+                    f"{cert.counterexample}"
+                )
             return (
                 f"{self.target} diverges from the reference model ({f['phase']}, caught after "
                 f"{f['steps_to_failure']:,} steps; {'shortest ' if shrunk else ''}failing run "

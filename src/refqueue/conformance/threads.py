@@ -15,7 +15,9 @@ shrunk (``refqueue.conformance.shrink.shrink_threads``: whole threads, then
 calls, each candidate recorded again) for at most the profile's
 ``shrink_seconds``; the failure carries the (shrunk) history, and its replay
 records the programs and the phase's seeds again (a thread schedule cannot
-be replayed call by call).
+be replayed call by call).  A backend whose own store (``make_store``) cannot
+hold what a plain history writes before its threads start is not recorded:
+the phase answers "could not certify", saying how large a store it needs.
 
 Imports: ``history``, ``linearizability``, ``shrink``, ``render``.
 """
@@ -27,14 +29,45 @@ from collections.abc import Mapping
 from typing import Any
 
 from refqueue.conformance.contract import Backend
-from refqueue.conformance.history import RecordingHung, plan_programs, record
+from refqueue.conformance.history import RecordingHung, plan_programs, record, rich_history
 from refqueue.conformance.linearizability import ILLEGAL, OK, check
-from refqueue.conformance.phase import Context, PhaseBase, PhaseResult, timed
+from refqueue.conformance.phase import Context, PhaseBase, PhaseResult, timed, unfit
 from refqueue.conformance.progress import Progress
 from refqueue.conformance.render import replay_module
+from refqueue.conformance.samples import UNIT_BYTES
 from refqueue.conformance.shrink import shrink_threads
 
 __all__ = ["PHASE"]
+
+
+def _too_small(backend: Backend, seeds: list[int], shape: dict[str, int]) -> str | None:
+    """Why the backend's own store cannot hold what the phase's plain histories
+    write before their threads start (one unit per put of the history: the
+    model of this phase has no store capacity), or None.  The kit's store has
+    no caps here."""
+    if backend.make_store is None:
+        return None
+    plain = [s for s in seeds if not rich_history(s)]
+    if not plain:
+        return None
+    needed = max(sum(kind in ("put", "put_blocks") for p in plan_programs(s, **shape).values() for kind in p) for s in plain)
+    store = backend.make_store()
+    try:
+        capacity, samples = store.capacity_bytes, getattr(store, "max_samples", None)
+    finally:
+        store.close()
+    short = []
+    if capacity is not None and capacity < needed * UNIT_BYTES:
+        short.append(f"capacity_bytes={capacity}, needs at least {needed * UNIT_BYTES}")
+    if samples is not None and samples < needed:
+        short.append(f"max_samples={samples}, needs at least {needed}")
+    if not short:
+        return None
+    return (
+        f"the store the backend's make_store() returns is too small for the threads phase: its histories write up to "
+        f"{needed} samples of {UNIT_BYTES} bytes before their threads start ({'; '.join(short)}); give make_store() a "
+        f"store at least that large for the certification, or leave make_store out to run on the kit's store"
+    )
 
 
 def _run(context: Context) -> PhaseResult:
@@ -42,6 +75,10 @@ def _run(context: Context) -> PhaseResult:
     bar.start("threads", profile.histories)
     seeds = [seed * 1000 + k for k in range(profile.histories)]
     shape = {"threads": profile.history_threads, "operations": profile.history_ops}
+    started = time.perf_counter()
+    small = _too_small(backend, seeds, shape)
+    if small is not None:
+        return unfit(context, "threads", small, time.perf_counter() - started)
     verdicts = {"ok": 0, "illegal": 0, "unknown": 0}
     operations = 0
     recording = checking = 0.0
