@@ -27,6 +27,16 @@
 (* reports TraceNotFinished violated (l = Len(TraceLog) reached).  If no   *)
 (* behaviour does, TraceCanContinue is violated, and l in its last state  *)
 (* is the number of records matched before the first one the spec refuses.*)
+(* TLC runs with -continue: where two steps match one record and one       *)
+(* behaviour then dead-ends, another may still match the whole log, so the *)
+(* verdict reads every violation (accepted if any TraceNotFinished; else   *)
+(* refused after the largest l reached).                                   *)
+(*                                                                         *)
+(* Every conjunct below that can refuse a record has a must-refuse log: a  *)
+(* real log edited at one record (tests/events/                            *)
+(* test_trace_tla_must_refuse.py; spec/README.md lists them).  Its slow    *)
+(* tests delete each conjunct from a copy of this file and show that the   *)
+(* log is then no longer refused at that record.                           *)
 (***************************************************************************)
 EXTENDS SampleRefQueue
 
@@ -158,7 +168,8 @@ TraceSpec == TraceInit /\ [][TraceNext]_traceVars
 (* Violated exactly when the whole log was matched: the verdict "accepted". *)
 TraceNotFinished == l < Len(TraceLog)
 
-(* Violated in a state where the next record has no step: "refused", with  *)
-(* l records matched (TLC's own deadlock check is off in refqueue's runs). *)
+(* Violated in a state where the next record has no step: a dead end after *)
+(* l records; "refused" unless another behaviour gets further (TLC's own   *)
+(* deadlock check is off in refqueue's runs).                              *)
 TraceCanContinue == More => ENABLED (TraceStep \/ TickTo \/ StoreFor)
 =============================================================================

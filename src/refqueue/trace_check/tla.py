@@ -6,8 +6,14 @@
 a spec producer to each put; ``run_tlc_on_trace`` runs TLC on it with
 ``spec/SampleRefQueueTrace.cfg``.  TLC reports ``TraceNotFinished``
 violated when some behaviour of the spec matches every record (accepted);
-otherwise ``TraceCanContinue``, whose last state's ``l`` counts the records
-matched before the refused one.
+otherwise ``TraceCanContinue``, where ``l`` counts the records matched
+before the refused one.
+
+TLC runs with ``-continue``: it explores every behaviour that follows the
+log, so the verdict is right even where the trace spec offers two steps for
+one record (one behaviour's dead end is no refusal while another matches
+on).  Accepted iff some state violates ``TraceNotFinished``; otherwise the
+log is refused at the record after the largest ``l`` any behaviour reached.
 
 What the spec cannot express is refused with ``ValueError`` (exit 2): times
 that are not whole seconds from the open record (a ``ManualClock`` advanced
@@ -19,6 +25,7 @@ queues or processes, and more than ``max_events`` records.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import time
@@ -309,46 +316,52 @@ class TlaResult:
     output: str
 
 
-def run_tlc_on_trace(records: list[dict[str, Any]], max_events: int = 200, timeout: float = 600.0) -> TlaResult:
-    """Run TLC on the trace spec with ``records``; ``ValueError`` if the log cannot be expressed."""
+def run_tlc_on_trace(records: list[dict[str, Any]], max_events: int = 200, timeout: float = 600.0,
+                     spec: Path | None = None) -> TlaResult:
+    """Run TLC on the trace spec with ``records``; ``ValueError`` if the log cannot be expressed.
+
+    ``spec`` is the folder holding the three spec files (default ``spec_dir()``;
+    the must-refuse tests pass a copy with one check of the trace spec removed).
+    """
     from refqueue.spec_check.tlc import run_tlc
 
     trace = to_tla(records, max_events)
+    source = spec_dir() if spec is None else spec
     with tempfile.TemporaryDirectory(prefix="refqueue-trace-tla-") as tmp:
         spec = Path(tmp) / "spec"
         spec.mkdir()
         for name in ("SampleRefQueue.tla", "SampleRefQueueTrace.tla", "SampleRefQueueTrace.cfg"):
-            shutil.copy2(spec_dir() / name, spec / name)
+            shutil.copy2(source / name, spec / name)
         (spec / "SampleRefQueueTraceRun.tla").write_text(trace.module(), encoding="utf-8")
         started = time.monotonic()
         run = run_tlc(spec, "SampleRefQueueTraceRun.tla", "SampleRefQueueTrace.cfg", Path(tmp) / "work",
-                      workers=1, timeout=timeout)
+                      workers=1, timeout=timeout, tlc_args=["-continue"])
         seconds = time.monotonic() - started
-    if run.outcome == "violation" and run.violated == "TraceNotFinished":
+    violated = set(_VIOLATED.findall(run.output)) if run.outcome == "violation" else set()
+    others = sorted(violated - {"TraceNotFinished", "TraceCanContinue"})
+    if others:
+        return TlaResult(False, f"the spec's invariant {others[0]} is violated along the trace", seconds,
+                         run.distinct_states, None, None, run.output)
+    if "TraceNotFinished" in violated:
         return TlaResult(True, f"accepted: all {len(trace.records)} records matched ({run.distinct_states} "
                                f"distinct states)", seconds, run.distinct_states, None, None, run.output)
     matched = _matched(run.output)
-    if run.outcome == "violation" and run.violated == "TraceCanContinue" and matched is not None:
+    if "TraceCanContinue" in violated and matched is not None:
         seq = trace.seqs[matched] if matched < len(trace.seqs) else None
         record = trace.records[matched] if matched < len(trace.records) else {}
-        return TlaResult(False, f"refused: the spec has no step for record {matched + 1} of {len(trace.records)} "
-                                f"(log seq {seq}, {record.get('ev')} {record.get('sample', '')})",
+        return TlaResult(False, f"refused at log seq {seq} ({record.get('ev')} {record.get('sample', '')}): the "
+                                f"spec has no step for it (record {matched + 1} of {len(trace.records)}; the "
+                                f"{matched} before it matched)",
                          seconds, run.distinct_states, matched, seq, run.output)
-    if run.outcome == "violation":
-        return TlaResult(False, f"the spec's invariant {run.violated} is violated along the trace", seconds,
-                         run.distinct_states, None, None, run.output)
     return TlaResult(False, f"TLC gave no verdict: {run.error or run.outcome}", seconds, run.distinct_states,
                      None, None, run.output)
 
 
+_VIOLATED = re.compile(r"^Error: Invariant (\w+) is violated", re.M)
+
+
 def _matched(output: str) -> int | None:
-    """The value of ``l`` in the last state TLC printed."""
-    value = None
-    for line in output.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("/\\ l = "):
-            try:
-                value = int(stripped[len("/\\ l = "):])
-            except ValueError:
-                pass
-    return value
+    """The largest ``l`` in the states TLC printed: the number of records matched by the
+    behaviour that got furthest (``l`` only grows along a behaviour)."""
+    values = [int(m.group(1)) for m in re.finditer(r"^\s*/\\ l = (\d+)\s*$", output, re.M)]
+    return max(values) if values else None
