@@ -47,6 +47,7 @@ def test_a_correct_backend_passes_every_check_within_the_bound(target):
         ("acquire_poll_rounded_up", "acquire-times-out", "acquire(poll_interval=0.2) returned None 1.0"),
         ("backpressure_needs_abort_when", "put-pauses-and-resumes", "without abort_when returned None after 0.0"),
         ("close_ignored_by_producer", "put-woken-by-close", "without abort_when was still blocked 1.0 s after close() returned"),
+        ("put_lost_wakeup", "put-inf-no-lost-wakeup", "put_blocks_until_below('small', poll_interval=math.inf, abort_when=...) was still blocked 1.0 s after ack(lease of 'big') returned: that call landed after the producer's step that paused and before its wait"),
         ("callback_under_lock", "callbacks-outside-locks", "inside on_pause, another thread's pending_count() did not return within 1.0 s: on_pause runs with a queue or store lock held"),
         ("callbacks_overlap", "callbacks-in-order", "on_pause was called while on_resume was still running in another thread (calls then: ['pause', 'resume', 'pause'])"),
         ("callback_swallowed", "callback-errors-propagate", "on_pause raised an exception and the caller of put_blocks_until_below('small', abort_when=lambda: True) got PutAborted"),
@@ -112,7 +113,7 @@ def test_the_certificate_names_each_check_its_time_and_the_bound(tmp_path, capsy
     rc = main(["certify", BASE, "--report", str(tmp_path), "--no-progress", "--wake-bound", "0.2"])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "  blocking      18 checks, slowest wakeup " in out and "(bound 0.2 s)" in out
+    assert "  blocking      19 checks, slowest wakeup " in out and "(bound 0.2 s)" in out
     for name in CHECKS:
         assert f"                {name:<26} " in out
     cert = certify(BASE, phases=("blocking",), wake_bound=0.2)

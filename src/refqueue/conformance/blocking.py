@@ -61,6 +61,18 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     bound, keeps waiting while ``abort_when()`` is false and raises
     ``PutAborted`` within the bound once it turns true; the ref is not
     enqueued (and ``parked_bytes`` is 0, where the backend has it).
+``put-inf-no-lost-wakeup``
+    a producer in ``put_blocks_until_below(ref, poll_interval=math.inf,
+    abort_when=...)`` takes a step that pauses (with work a consumer can
+    free); its ``abort_when``, consulted after that step and before the wait
+    (docs/API.md), makes the waking call happen in another thread and waits
+    for it to return, then answers False: so the call lands, every time,
+    between the step and the wait.  For each of ``ack``, ``dead_letter``
+    (where declared), a resume (another producer's one-step put after an
+    orphan was scrubbed) and ``close`` on a fresh queue, the producer must
+    step again: admitted (``QueueClosed`` for close) within ``GIVE_UP``
+    bounds.  A producer that took its wait's snapshot after the call waits
+    for ever, its interval infinite.
 ``callbacks-outside-locks``
     inside ``on_pause`` and ``on_resume`` a second thread calls
     ``pending_count()``, ``outstanding_count()``, ``is_paused`` and
@@ -222,6 +234,13 @@ NAMED_CHECKS: tuple[Check, ...] = (
         "a blocked producer waits while abort_when() is false and raises PutAborted within the bound once it is true; "
         "its ref is not enqueued",
         producers.abort_when,
+        ("abort_when",),
+    ),
+    Check(
+        "put-inf-no-lost-wakeup",
+        "with poll_interval=math.inf, an ack, dead_letter, resume or close made after a producer's pausing step and "
+        "before its wait (inside its abort_when) still wakes it: admitted, or QueueClosed",
+        producers.lost_wakeup_in_window,
         ("abort_when",),
     ),
     Check(

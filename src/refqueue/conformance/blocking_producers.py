@@ -10,6 +10,7 @@ if any) and raises ``Failed``/``Late``.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from refqueue.conformance.wakeups import (
 
 __all__ = [
     "abort_when", "all_woken_by_resume", "callback_errors_propagate", "callbacks_in_order", "callbacks_outside_locks",
-    "pauses_and_resumes", "put_woken_by_close", "put_woken_by_dead_letter",
+    "lost_wakeup_in_window", "pauses_and_resumes", "put_woken_by_close", "put_woken_by_dead_letter",
 ]  # fmt: skip
 
 
@@ -152,6 +153,99 @@ def abort_when(attempt: Attempt) -> float:
         if parked != 0:
             raise Failed(f"{producer.what} raised PutAborted, but parked_bytes is {parked!r}, not 0")
     return latency
+
+
+# -- put_blocks_until_below(poll_interval=math.inf): no wakeup lost between a step and its wait ----
+
+WINDOW_EVENTS = ("ack", "dead_letter", "resume", "close")  # what frees room or ends a producer's wait
+
+
+def _in_window(qq: WaitQueue, what: str, event: Callable[[], Any]) -> tuple[Callable[[], bool], list[Call]]:
+    """An ``abort_when`` that answers False and, the first time it is consulted
+    (after a step that did not enqueue, before the producer waits: docs/API.md),
+    first makes ``event`` happen in another thread and waits for it to return
+    (bounded: a backend that consults ``abort_when`` under its lock gets the
+    event after it waits, an ordinary wakeup).  The event's ``Call``, once made."""
+    made: list[Call] = []
+
+    def abort_when() -> bool:
+        if not made:
+            made.append(qq.start(what, event))
+            made[0].done.wait(qq.give_up)
+        return False
+
+    return abort_when, made
+
+
+def _window_case(qq: WaitQueue, how: str) -> tuple[Any, str, Callable[[], Any], str, int]:
+    """The queue set up for ``how`` (one of ``WINDOW_EVENTS``): the producer's ref,
+    the waking event (its name and call), what the producer must do, and the
+    refs pending afterwards."""
+    if how == "resume":  # high 4b, low 2b: a 3b orphan and 'work' (b) pending; the producer's step pauses
+        orphan = qq.store_put("orphan", 3)
+        work = qq.store_put("work", 1)
+        qq.ask("put('work')", lambda: qq.q.put(work))
+        ref = qq.store_put("p1", 1)
+
+        def resume() -> None:
+            if qq.store.scrub(orphan) is not True:  # the queue hears nothing of it
+                raise Failed("store.scrub('orphan') did not return True")
+            third = qq.store_put("p3", 1)
+            qq.q.put_blocks_until_below(third, abort_when=lambda: True)  # 3b resident, its own b: 2b, resumes
+
+        what = "store.scrub('orphan') then put_blocks_until_below('p3', abort_when=lambda: True), which resumed,"
+        return ref, what, resume, "be admitted", 3
+    big = qq.store_put("big", 2)  # high 2b, low b: 'big' leased, the producer's step pauses at 3b - b = 2b
+    qq.ask("put('big')", lambda: qq.q.put(big))
+    lease = qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound))
+    expect_lease(lease, "big", 0, "acquire() with one ref pending")
+    ref = qq.store_put("small", 1)
+    if how == "ack":
+        return ref, "ack(lease of 'big')", lambda: qq.q.ack(lease), "be admitted", 1
+    if how == "dead_letter":
+        return ref, "dead_letter(lease of 'big', 'kit')", lambda: qq.q.dead_letter(lease, "kit"), "be admitted", 1
+    return ref, "close()", qq.q.close, "raise QueueClosed", 0
+
+
+def lost_wakeup_in_window(attempt: Attempt) -> None:
+    for how in WINDOW_EVENTS:
+        if how == "dead_letter" and not attempt.backend.capabilities.dead_letter:
+            continue
+        qq = attempt.queue(watermarks=(4, 2) if how == "resume" else True, visibility=VISIBILITY)
+        ref, what, event, must, pending = _window_case(qq, how)
+        abort_when, made = _in_window(qq, what, event)
+        name = ref.sample_id
+        producer = qq.start(
+            f"put_blocks_until_below({name!r}, poll_interval=math.inf, abort_when=...)",
+            lambda: qq.q.put_blocks_until_below(ref, poll_interval=math.inf, abort_when=abort_when),
+        )
+        done = producer.done.wait(qq.give_up)
+        if not made:
+            raise Failed(
+                f"{producer.what} {'returned' if done else 'waited'} without consulting abort_when() although its "
+                f"step paused with work a consumer can free ({qq.observed()}); docs/API.md: after a step that did "
+                f"not enqueue, abort_when() is consulted, then the producer waits"
+            )
+        if not made[0].done.wait(qq.give_up):
+            raise Failed(f"{what}, made while the producer consulted abort_when(), hung ({qq.observed()})")
+        no_error(made[0])
+        if not producer.done.wait(0 if done else qq.give_up):
+            raise Failed(
+                f"{producer.what} was still blocked {qq.give_up} s after {what} returned: that call landed after "
+                f"the producer's step that paused and before its wait (inside abort_when(), which answered False), "
+                f"and the wakeup was lost ({qq.observed()}); with poll_interval=math.inf the producer waits only for "
+                f"the queue's signals (docs/API.md: an ack, a dead-letter, a resume, close), so one that comes "
+                f"between its step and its wait must make it step again"
+            )
+        if how == "close":
+            if producer.error is None or rejection_kind(producer.error) != "closed":
+                raise Failed(f"{producer.what} {outcome(producer)} when the queue closed; it must {must}")
+        else:
+            no_error(producer)
+        got = qq.ask("pending_count()", qq.q.pending_count)
+        if got != pending:
+            raise Failed(f"after {what} woke {producer.what}, pending_count() is {got}, not {pending}")
+    return None
 
 
 # -- callbacks: outside every lock, their exceptions reach the caller ---------------------------
