@@ -60,6 +60,8 @@ def _seconds(what: str, value: object) -> float:
         raise TypeError(f"{what} must be a number of seconds, got {value!r} ({type(value).__name__})")
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{what} must be finite and > 0, got {value!r}")
+    if value > threading.TIMEOUT_MAX:
+        raise ValueError(f"{what} must be at most threading.TIMEOUT_MAX ({threading.TIMEOUT_MAX}), got {value!r}")
     return float(value)
 
 
@@ -298,6 +300,10 @@ class SqliteQueue:
     def _check_lease(self, call: str, lease: object) -> None:
         if not isinstance(lease, Lease):
             raise TypeError(f"{call} needs a Lease, got {type(lease).__name__}")
+        if type(lease.lease_id) is not int:
+            raise TypeError(f"{call}: lease_id {lease.lease_id!r} is not an int; pass the lease acquire returned")
+        if lease.lease_id < 1:
+            raise ValueError(f"{call}: lease_id {lease.lease_id} is below 1, which no queue mints (ids count up from 1)")
         if lease.epoch != self._epoch:
             raise ForeignLease(f"{call}: the lease is of queue {lease.epoch!r}, this queue is {self._epoch!r}")
 

@@ -221,6 +221,10 @@ class BaseQueue:
     def _check_lease(self, call: str, lease: object) -> None:
         if not isinstance(lease, Lease):
             raise TypeError(f"{call} needs a Lease, got {type(lease).__name__}")
+        if type(lease.lease_id) is not int:
+            raise TypeError(f"{call}: lease_id {lease.lease_id!r} is not an int; pass the lease acquire returned")
+        if lease.lease_id < 1:
+            raise ValueError(f"{call}: lease_id {lease.lease_id} is below 1, which no queue mints (ids count up from 1)")
         if lease.epoch != self._epoch:
             raise ForeignLease(f"{call}: lease of epoch {lease.epoch!r}, this queue is {self._epoch!r}")
 

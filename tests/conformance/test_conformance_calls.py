@@ -25,6 +25,9 @@ def test_correct_backends_pass_every_call(target):
         ("ack_before_scrub", "scrub-fails", "outstanding_count() is 0, expected 1"),
         ("deadline_heap_1000", "deadline-soak", "q.reclaim_expired(): returned"),
         ("epoch_empty_accepted", "lease-epoch-empty", "returned True; docs/API.md says it raises ('foreign')"),
+        ("lease_ids_from_0", "lease-ids-from-1", "the first lease of a fresh queue has lease_id 0; docs/API.md: a queue mints lease ids as ints counting up from 1"),
+        ("lease_id_negative_stale", "lease-id-below-1", "ack(a copy of the live lease with lease_id=0, which no queue mints) returned False; docs/API.md says it raises ('invalid')"),
+        ("extend_unbounded", "durations-above-max", "extend(lease, 1e+300) returned True; docs/API.md: every duration is at most threading.TIMEOUT_MAX"),
     ],
 )
 def test_each_call_mutant_is_caught_by_its_check(mutant, check, says):

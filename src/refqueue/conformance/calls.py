@@ -26,6 +26,20 @@ the backend, bounded in time, and compares what it sees with docs/API.md
 ``two-queues-one-store``
     two queues the factory made on the *same* store have different epochs,
     and each refuses the other's lease as foreign.
+``lease-ids-from-1``
+    the first lease of a fresh queue has ``lease_id`` 1 (an ``int``), the
+    second a larger one: docs/API.md, ids count up from 1.
+``lease-id-below-1``
+    a copy of a live lease whose ``lease_id`` was set to 0 or a negative int
+    is refused with ``ValueError`` by ``ack``, ``fail`` and (where declared)
+    ``extend`` and ``dead_letter``, never answered ``False``; nothing
+    changes, and the real lease still acks.
+``durations-above-max``
+    ``extend(lease, 1e300)`` (and ``2 * threading.TIMEOUT_MAX``),
+    ``acquire(poll_interval=...)``, ``put_blocks_until_below(ref,
+    poll_interval=...)`` and ``start_reclaimer(...)`` of such a value raise
+    ``ValueError`` (each in a thread joined with a timeout: one that takes
+    the interval fails); nothing changes, and the lease still extends and acks.
 ``scrub-fails``
     a store whose ``scrub`` raises on demand: ``ack`` (and ``dead_letter``,
     where declared) of a live lease raises and commits nothing (the lease
@@ -62,7 +76,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from refqueue.conformance.contract import Backend, load_backend
+from refqueue.conformance.contract import Backend, load_backend, rejection_kind
 from refqueue.conformance.crash import blame
 from refqueue.conformance.harness import Divergence, Harness, ModelConfig
 from refqueue.conformance.phase import (
@@ -310,6 +324,100 @@ def _deadline_soak(backend: Backend) -> int:
         h.dispose()
 
 
+def _lease_ids_from_1(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        first = qq.leased("a")
+        second = qq.leased("b")
+        ids = (_field(first, "lease_id"), _field(second, "lease_id"))
+        if type(ids[0]) is not int or ids[0] != 1:
+            raise Failed(
+                f"the first lease of a fresh queue has lease_id {ids[0]!r}; docs/API.md: a queue mints lease ids as "
+                f"ints counting up from 1"
+            )
+        if type(ids[1]) is not int or ids[1] <= ids[0]:
+            raise Failed(f"the second lease of a fresh queue has lease_id {ids[1]!r} after {ids[0]!r}; ids count up from 1")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def _lease_id_below_1(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        lease = qq.leased("a")
+        for bad in (0, -1, -lease.lease_id):
+            twin = copy.copy(lease)
+            try:
+                object.__setattr__(twin, "lease_id", bad)
+            except Exception as exc:  # noqa: BLE001
+                raise Failed(f"cannot set a copied lease's lease_id ({type(exc).__name__}: {exc})") from exc
+            before = qq.counts()
+            calls = [("ack", lambda: qq.q.ack(twin)), ("fail", lambda: qq.q.fail(twin))]
+            if qq.caps.extend:
+                calls.append(("extend", lambda: qq.q.extend(twin, 5.0)))
+            if qq.caps.dead_letter:
+                calls.append(("dead_letter", lambda: qq.q.dead_letter(twin, "poison")))
+            for name, call in calls:
+                qq.refuses(f"{name}(a copy of the live lease with lease_id={bad}, which no queue mints)", call, "invalid")
+                qq.expect_counts(before, f"{name}(lease with lease_id={bad})")
+        if qq.call("ack(the real lease)", lambda: qq.q.ack(lease)) is not True:
+            raise Failed("after the leases with ids below 1 were refused, ack of the real lease did not return True")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def _durations_above_max(backend: Backend) -> int:
+    """Every duration a queue takes is at most ``threading.TIMEOUT_MAX`` (docs/API.md, Durations)."""
+    import threading
+
+    qq = Probe(backend)
+    try:
+        lease = qq.leased("a")
+        ref = qq.ref("b")
+        before = qq.counts()
+        deadline = lease.deadline
+        calls: list[tuple[str, Callable[[], Any]]] = []
+        for seconds in (1e300, threading.TIMEOUT_MAX * 2):
+            if qq.caps.extend:
+                calls.append((f"extend(lease, {seconds!r})", lambda s=seconds: qq.q.extend(lease, s)))
+            calls.append((f"acquire(poll_interval={seconds!r})", lambda s=seconds: qq.q.acquire(poll_interval=s)))
+            calls.append((
+                f"put_blocks_until_below(ref, poll_interval={seconds!r})",
+                lambda s=seconds: qq.q.put_blocks_until_below(ref, poll_interval=s),
+            ))  # fmt: skip
+            if qq.caps.reclaimer:
+                calls.append((f"start_reclaimer({seconds!r})", lambda s=seconds: qq.q.start_reclaimer(s)))
+        for what, call in calls:
+            # bounded: a backend that accepts the interval may wait it out
+            box: list[Any] = []
+            try:
+                bounded(what, lambda call=call: box.append(call()))
+            except Failed as failed:
+                error = failed.__cause__
+                if error is None:  # still running: it took the interval
+                    raise Failed(f"{what} did not raise; docs/API.md: above threading.TIMEOUT_MAX it is a ValueError") from None
+                if rejection_kind(error) != "invalid":
+                    raise Failed(f"{what} raised {type(error).__name__}: {error}; docs/API.md says ValueError") from error
+            else:
+                raise Failed(
+                    f"{what} returned {box[0]!r}; docs/API.md: every duration is at most threading.TIMEOUT_MAX "
+                    f"({threading.TIMEOUT_MAX}), above it a ValueError that names the value and the maximum"
+                )
+            qq.calls += 1
+            qq.expect_counts(before, what)
+        if qq.caps.injected_clock and getattr(lease, "deadline", None) != deadline:
+            raise Failed(f"a refused extend changed the lease's deadline to {lease.deadline!r}")
+        if qq.caps.extend and qq.call("extend(lease, 5.0)", lambda: qq.q.extend(lease, 5.0)) is not True:
+            raise Failed("after the refused durations, extend(lease, 5.0) of the live lease did not return True")
+        if qq.call("ack(lease)", lambda: qq.q.ack(lease)) is not True:
+            raise Failed("after the refused durations, ack of the live lease did not return True")
+        return qq.calls
+    finally:
+        qq.close()
+
+
 NAMED_CHECKS: tuple[Check, ...] = (
     Check("acquire-poll-inf", "acquire(poll_interval=math.inf) returns at once with a ref or on a drained queue", _acquire_poll_inf),
     Check(
@@ -325,6 +433,15 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "two-queues-one-store", "two queues on one store have different epochs and refuse each other's leases",
         _two_queues_one_store,
+    ),
+    Check("lease-ids-from-1", "a fresh queue's first lease has lease_id 1, the next a larger int", _lease_ids_from_1),
+    Check(
+        "lease-id-below-1", "a copy of a live lease with lease_id 0 or negative is a ValueError to ack, fail, extend and "
+        "dead_letter; nothing changes", _lease_id_below_1,
+    ),
+    Check(
+        "durations-above-max", "extend, the poll intervals and start_reclaimer refuse seconds above "
+        "threading.TIMEOUT_MAX (1e300 among them) with ValueError; nothing changes", _durations_above_max,
     ),
     Check("scrub-fails", "an ack (dead_letter) whose scrub raises commits nothing", _scrub_fails),
     Check("json-round-trip", "refs and leases round-trip through JSON field by field", _json_round_trip, ("lease_json",)),
