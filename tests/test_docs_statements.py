@@ -1,0 +1,38 @@
+"""The statements README.md, docs/API.md and docs/CERTIFYING.md all make are
+made in the same words (issue 26: API.md gave D8's effective residency without
+the stepping ref, and reclaim ties by sample_id, where the kit accepts any
+order), and the contradicting short forms are gone."""
+
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DOCS = ("README.md", "docs/API.md", "docs/CERTIFYING.md")
+
+D8 = (
+    "`effective = max(0, resident_bytes - parked_bytes - own)`, where `own` is the stepping ref's `estimated_bytes` "
+    "while it is not parked yet (a step counts its own ref as parked, once)"
+)
+TIES = (
+    "Leases due at the same instant (a tie) are taken back in any order; the reference model lists them by "
+    "`sample_id`, one of the orders the kit accepts."
+)
+GONE = ("`resident − parked_bytes`", "parked_bytes)` (D8", "ties by `sample_id`")
+
+
+def _text(name):
+    return re.sub(r"\s+", " ", (ROOT / name).read_text())
+
+
+@pytest.mark.parametrize("doc", DOCS)
+@pytest.mark.parametrize("statement", [D8, TIES], ids=["D8", "ties"])
+def test_each_doc_makes_the_statement_in_the_same_words(doc, statement):
+    assert statement in _text(doc)
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_no_doc_keeps_a_contradicting_short_form(doc):
+    text = _text(doc)
+    assert [short for short in GONE if short in text] == []
