@@ -23,7 +23,8 @@ share it, so one server holds many queues):
 ``P acked``      list: the newest 10,000 lease ids whose ack committed, newest
                  first (``lease_state`` after a reply lost mid-ack)
 ``P intents``    hash sample id -> the ref JSON of a completion whose data is
-                 not known to be scrubbed yet (the *scrub intent*, D9)
+                 not known to be scrubbed yet (the *scrub intent*, D9); a put
+                 of an id with an open intent is refused ('scrubbing')
 ``P intentdue``  sorted set: sample id of each intent, score the time (the
                  queue's clock) after which anyone may collect it
 ``P donerefs``/``P doneorder``  hash id -> the ref JSON of its latest
@@ -54,7 +55,10 @@ between the two, a reply lost, a server killed: the intent stays, and once
 due any client collects it (``collect``: claims it for another timeout,
 then scrubs and clears).  A scrub is a compare-and-delete of the exact ref,
 so doing it twice, or late, is harmless; a collector that dies after its
-claim leaves the intent due again one timeout later.
+claim leaves the intent due again one timeout later.  While an intent is
+open its id cannot be put again (``put_rejection`` answers 'scrubbing'): the
+data is still resident (the spec's StorePut refuses it then), and a re-put
+of the same ref would have its data removed by the pending scrub.
 
 State loss.  Every script but ``create`` starts with ``guard()``: the
 queue's ``meta`` must exist with the client's epoch and no ``lost`` mark,
@@ -316,7 +320,9 @@ local function committed_before(retry, id, ref)
   return redis.call('HGET', REFS, id) == ref or redis.call('HGET', DONEREFS, id) == ref
 end
 
--- the put rejections, in the model's order
+-- the put rejections, in the model's order; then 'scrubbing' (see below), which
+-- the model's one-step queue never meets: a put concurrent with the completion
+-- that the commit-to-scrub window belongs to, as the 'duplicate' before it
 local function put_rejection(id)
   if is_closed() then return 'closed' end
   local ref = redis.call('HGET', REFS, id)
@@ -325,6 +331,11 @@ local function put_rejection(id)
     return 'pending'
   end
   if DEDUP > 0 and redis.call('SISMEMBER', DONESET, id) == 1 then return 'replay' end
+  -- the previous incarnation completed but its data is not scrubbed yet (its
+  -- scrub intent is open): the spec's StorePut is refused while the data is
+  -- resident, and the pending scrub would remove the data a re-put needs
+  expect(INTENTS)
+  if redis.call('HEXISTS', INTENTS, id) == 1 then return 'scrubbing' end
   return nil
 end
 
@@ -788,9 +799,20 @@ elseif what == 'dead' then
 elseif what == 'intents' then
   return redis.call('HLEN', INTENTS)
 elseif what == 'gauges' then
+  -- the bytes of the open intents (refs whose estimated_bytes does not read as a
+  -- count are left out: collect_intents reports those)
+  local intent_bytes = 0
+  for _, ref in ipairs(redis.call('HVALS', INTENTS)) do
+    local ok, decoded = pcall(cjson.decode, ref)
+    if ok and type(decoded) == 'table' and type(decoded.estimated_bytes) == 'number'
+        and decoded.estimated_bytes >= 0 then
+      intent_bytes = intent_bytes + decoded.estimated_bytes
+    end
+  end
   return {redis.call('LLEN', PENDING), redis.call('ZCARD', DEADLINES), redis.call('HLEN', INTENTS),
           redis.call('LLEN', DEAD), redis.call('HGET', META, 'dropped') or '0', redis.call('HGET', META, 'paused'),
-          redis.call('HGET', META, 'closed'), redis.call('HGET', META, 'seq'), redis.call('HGET', META, 'version')}
+          redis.call('HGET', META, 'closed'), redis.call('HGET', META, 'seq'), redis.call('HGET', META, 'version'),
+          string.format('%d', intent_bytes)}
 end
 return redis.error_reply('ERR refqueue observe: unknown ' .. tostring(what))
 """,

@@ -130,7 +130,8 @@ from refqueue.refs import SampleRef
 from refqueue.store import FeatureStore, StoreHealth
 
 __all__ = [
-    "RedisSampleRefQueue", "RedisUnavailable", "RedisRefused", "QueueStateCorrupt", "QueueStateLost", "delete_queue",
+    "RedisSampleRefQueue", "RedisUnavailable", "RedisRefused", "QueueStateCorrupt", "QueueStateLost", "ScrubPending",
+    "delete_queue",
     "make", "build", "BLOCK_SLICE", "COLLECT_BATCH",
 ]
 
@@ -194,6 +195,19 @@ class QueueStateCorrupt(RedisRefused):
     and the value."""
 
     KIND = "corrupt"
+
+
+class ScrubPending(DuplicateSample):
+    """A put of a sample id whose previous incarnation completed (acked or
+    dead-lettered) while its data is still being scrubbed from the store: the
+    completion committed with its scrub intent, the scrub has not finished
+    (D2, D9; docs/REDIS.md, "Between an ack's commit and its scrub").  The
+    call changed nothing.  Put the id again once the scrub is done: the
+    completing client finishes it, else any client's ``collect_intents()``
+    (the reclaimer's too) within ``intent_delay``.
+
+    A ``DuplicateSample`` of kind ``"duplicate"``: for the one-step queue of
+    the model the put came before the completion it overlapped."""
 
 
 class _NotRedis(redis_py.exceptions.InvalidResponse):
@@ -592,6 +606,13 @@ class RedisSampleRefQueue:
             raise DuplicateSample(
                 f"{call}({sample_id!r}): that sample is already {outcome}; "
                 f"put it again only after its lease is acked or it is dead-lettered"
+            )
+        if outcome == "scrubbing":
+            raise ScrubPending(
+                f"{call}({sample_id!r}): the data of that sample's previous incarnation is still being scrubbed "
+                f"from the store (its completion committed; its scrub intent is open); put it again once the "
+                f"scrub is done: the completing client finishes it, else any client's collect_intents() or "
+                f"reclaimer does within intent_delay = {self._intent_delay!r} s"
             )
         if outcome == "replay":
             raise ReplayedSample(
@@ -1096,15 +1117,21 @@ class RedisSampleRefQueue:
         this client's reclaimer: ``pending``, ``outstanding``, ``intents``
         (completions whose data is not known to be scrubbed), ``dead_letters``,
         ``dead_letters_dropped``, ``paused``, ``closed``, ``leases_issued``,
+        ``intent_bytes`` (their data's bytes, from their refs'
+        ``estimated_bytes``: still resident and still in the store's
+        ``health().resident_bytes`` until the scrub, which frees them),
         ``version`` (state changes so far), ``reclaimer_running``,
         ``reclaimer_errors``, ``reclaimer_consecutive_errors``,
         ``reclaimer_last_error`` and ``reclaimer_last_error_at``."""
-        pending, outstanding, intents, dead, dropped, paused, closed, seq, version = self._observe("metrics", "gauges")
+        pending, outstanding, intents, dead, dropped, paused, closed, seq, version, intent_bytes = self._observe(
+            "metrics", "gauges"
+        )
         status = self.reclaimer_status()
         return {
             "pending": int(pending),
             "outstanding": int(outstanding),
             "intents": int(intents),
+            "intent_bytes": int(intent_bytes),
             "dead_letters": int(dead),
             "dead_letters_dropped": int(dropped),
             "paused": paused == "1",
