@@ -32,6 +32,10 @@ from refqueue.stores.shared_dir import SharedDirFeatureStore  # noqa: E402
 pytestmark = pytest.mark.redis
 
 GATE_BOUND = 30.0  # seconds: a bound on waits that an event ends, never a pause in their place
+# Seconds a read of the acking client is given to return inside the held scrub,
+# which it must not: a read that waits fails nothing however long this is; a
+# read that does not wait (before issue 27, with clock=None) returns within it.
+OWN_READ_BOUND = 0.5
 
 
 class GatedScrubStore(SharedDirFeatureStore):
@@ -77,6 +81,28 @@ def _scrub_pending_text(call: str, sample_id: str, delay: float) -> str:
     )
 
 
+class _OwnRead:
+    """``q.outstanding_count()`` in a thread of its own, then the directory's
+    files as the read returned."""
+
+    def __init__(self, q, root):
+        self.seen: dict = {}
+        self.done = threading.Event()
+
+        def read():
+            self.seen["outstanding"] = q.outstanding_count()
+            self.seen["files"] = _files(root)
+            self.done.set()
+
+        self.thread = threading.Thread(target=read, daemon=True)
+        self.thread.start()
+
+    def join(self) -> dict:
+        self.thread.join(GATE_BOUND)
+        assert not self.thread.is_alive(), "the acking client's read never returned"
+        return self.seen
+
+
 class _Acker:
     """``q.ack(lease)`` in a thread of its own, its answer kept."""
 
@@ -107,20 +133,20 @@ def test_during_a_gated_scrub_the_sample_is_acked_its_bytes_await_scrub_and_a_re
     acker = _Acker(q, lease)
     try:
         assert gated.entered.wait(GATE_BOUND), "the ack never reached its scrub"
-        # the scrub is held open: the ack committed in Redis, the data is on disk
-        readers = [other] if clock == "injected" else [other, q]  # an injected clock's client is one step at a time
-        for reader in readers:
-            assert reader.outstanding_count() == 0 and reader.pending_count() == 0
-            assert reader.lease_state(lease) == "acked"
-            assert reader.intents_count() == 1
+        # the scrub is held open: the ack committed in Redis, the data is on disk.
+        # This client's own threads do not see the window (D2 is one step for
+        # a process): its read waits for the scrub, in either configuration.
+        own = _OwnRead(q, root)
+        assert not own.done.wait(OWN_READ_BOUND), f"a read of the acking client returned inside its scrub: {own.seen}"
+        # Another client (process) sees it: completed, intent open, data resident
+        assert other.outstanding_count() == 0 and other.pending_count() == 0
+        assert other.lease_state(lease) == "acked" and other.intents_count() == 1
         health = plain.health()
         assert (health.resident_bytes, health.sample_count) == (ref.estimated_bytes, 1)  # counted until scrubbed
         assert _files(root) == ["a.safetensors"]
         version = other.metrics()["version"]  # the queue's state changes so far
-        # (q's own put_blocks_until_below waits for q's scrub: one client's health-then-step is one step)
-        attempts = [(r, "put", lambda r=r: r.put(ref)) for r in readers] + [
-            (other, "put_blocks_until_below", lambda: other.put_blocks_until_below(ref))]
-        for reader, call, do in attempts:
+        for call, do in (("put", lambda: other.put(ref)),
+                         ("put_blocks_until_below", lambda: other.put_blocks_until_below(ref))):
             with pytest.raises(DuplicateSample, match=_scrub_pending_text(call, "a", 30.0)) as refused:
                 do()
             assert type(refused.value).__name__ == "ScrubPending"
@@ -130,12 +156,13 @@ def test_during_a_gated_scrub_the_sample_is_acked_its_bytes_await_scrub_and_a_re
         assert after["intents"] == 1 and other.parked_bytes == 0
         assert _files(root) == ["a.safetensors"]
         # the bytes awaiting scrub, reported as such (still part of health()'s resident_bytes above)
-        for reader in readers:
-            gauges = reader.metrics()
-            assert gauges["intents"] == 1 and gauges["intent_bytes"] == ref.estimated_bytes
+        gauges = other.metrics()
+        assert gauges["intents"] == 1 and gauges["intent_bytes"] == ref.estimated_bytes
+        assert not own.done.is_set()  # the acking client's read still waits
     finally:
         gated.gate.set()
     assert acker.join() is True
+    assert own.join() == {"outstanding": 0, "files": []}  # it returned after the scrub, never inside it
     # the scrub ran: nothing resident, no intent, and the id may be stored and put again (D5)
     assert _files(root) == [] and plain.health().resident_bytes == 0
     gauges = other.metrics()
@@ -154,13 +181,14 @@ def test_a_re_put_during_the_scrub_of_a_deduplicated_id_is_a_replay(redis_server
     gated = GatedScrubStore(root, fsync=False)
     plain = SharedDirFeatureStore(root, fsync=False)
     q = queue(redis_server.url, queue_name, clock=None, store=gated, dedup_window=4)
+    other = queue(redis_server.url, queue_name, clock=None, store=plain, dedup_window=4)
     ref = _put(plain, "a")
     q.put(ref)
     acker = _Acker(q, q.acquire_nowait())
     try:
         assert gated.entered.wait(GATE_BOUND), "the ack never reached its scrub"
         with pytest.raises(ReplayedSample, match=r"^put\('a'\): that sample completed within the last 4 "):
-            q.put(ref)
+            other.put(ref)
     finally:
         gated.gate.set()
     assert acker.join() is True

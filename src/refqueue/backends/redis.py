@@ -37,10 +37,14 @@ Design notes
   the ``undo`` script puts the queue back exactly as it was (the lease
   live, the dead letter, dedup entry and intent gone) and the error
   propagates, so a failed scrub commits nothing, as docs/API.md requires.
-  Within one client, a lock (``_store_lock``) makes "commit, scrub (or
-  undo)" one step with respect to this client's other calls that read the
-  store or, with an injected clock, any call at all; other processes may
-  observe the window between a commit and its scrub.
+  Within one client, "commit, scrub (or undo)" is one step with respect to
+  every other call of this client (``_store_lock`` against ``_step_lock``;
+  with ``clock=None`` the exclusive and shared sides of one ``Gate``, so
+  the other calls still run concurrently with each other): none of this
+  process's threads sees a completion whose data is still in the store.
+  Other clients may observe the window between a commit and its scrub
+  (docs/REDIS.md says what they see); a put of the id is refused while it
+  is open (``ScrubPending``).
 * **State loss (D9).**  Every script checks the queue's epoch and that the
   server holds at least the newest state this client has seen (a version
   and a hash chain, ``_redis_scripts``); a queue whose server restarted
@@ -115,6 +119,7 @@ from refqueue._checks import (
 )
 from refqueue._leases import MAX_DELIVERIES_REASON, DeadLetter, Lease, VisibilityTimeout, mint_lease
 from refqueue._reclaimer import Reclaimer
+from refqueue.backends._redis_gate import Gate
 from refqueue.backends._redis_scripts import CORRUPT, KEYS, LOST, PRELUDE, READS, SCRIPTS, source
 from refqueue.errors import (
     DuplicateSample,
@@ -398,17 +403,27 @@ class RedisSampleRefQueue:
         self._prefix = f"{prefix}{{{name}}}:"
         self._name = name
         self._config_args = ("" if max_deliveries is None else str(max_deliveries), str(dedup_window), str(dead_letter_limit))
-        # Held across "health(), then the hysteresis step" and across "commit, then
-        # scrub" of this client's calls (see the module's notes); never across a wait.
-        self._store_lock = threading.Lock()
-        # With an injected clock, every call of this client runs its script with
-        # _store_lock held, from the clock read to the answer (observers too): the
-        # clock lives in this process and moves by itself, and reading it and the
-        # script that uses the reading must be one step for this process's
-        # threads, else another thread may change or observe the queue between
-        # them after time moved, and the lease carries a deadline of a time before
-        # that.  With the server's TIME the script reads the time itself: no lock.
-        self._step_lock: Any = contextlib.nullcontext() if clock is None else self._store_lock
+        # The locking rule of one client (never held across a wait):
+        # _store_lock is held across "health(), then the hysteresis step" and
+        # across "commit, then scrub (or undo)" of this client's calls, and
+        # _step_lock around every other call's script.  The two exclude each
+        # other, so none of this client's threads sees a completion before its
+        # data is scrubbed (D2: one step for this process; other clients see
+        # the window, docs/REDIS.md).
+        # * clock=None: the two sides of one Gate (_redis_gate): _store_lock
+        #   exclusive, _step_lock shared, so the other calls run concurrently.
+        # * An injected clock: one plain Lock for both, held from the clock read
+        #   to the answer (observers too): the clock lives in this process and
+        #   moves by itself, and reading it and the script that uses the reading
+        #   must be one step for this process's threads, else another thread may
+        #   change or observe the queue between them after time moved, and the
+        #   lease carries a deadline of a time before that.
+        if clock is None:
+            gate = Gate()
+            self._store_lock: Any = gate.exclusive
+            self._step_lock: Any = gate.shared
+        else:
+            self._store_lock = self._step_lock = threading.Lock()
         self._reclaimer_lock = threading.Lock()
         self._reclaimer: Reclaimer | None = None
         # The refs of this client's recent leases, by their JSON (see _ref).
