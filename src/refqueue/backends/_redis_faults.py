@@ -73,10 +73,14 @@ class RedisFaults:
         args = {key: value for key, value in queue._open_args.items() if key not in ("url", "socket_timeout")}
         kind = type(queue)
         return {"class": f"{kind.__module__}:{kind.__qualname__}", "host": kwargs.get("host"),
-                "port": kwargs.get("port"), "db": kwargs.get("db", 0), **args}
+                "port": kwargs.get("port"), "db": kwargs.get("db", 0), "server_time": queue._clock is None, **args}
 
     def open_from_spec(self, spec: dict[str, Any], store: Any, clock: Any) -> Any:
-        """A client of the queue ``client_spec`` describes, in this process."""
+        """A client of the queue ``client_spec`` describes, in this process: on
+        ``clock`` (the kit's clock, shared by its processes), or on the
+        server's ``TIME`` where the queue it describes reads that (one clock
+        for every client: an injected clock beside the server's would put
+        leases' deadlines on two time scales)."""
         import importlib
 
         from refqueue.backends.redis import _CLIENT_OPTIONS, RedisSampleRefQueue
@@ -88,6 +92,8 @@ class RedisFaults:
             kind = getattr(kind, part)
         if not (isinstance(kind, type) and issubclass(kind, RedisSampleRefQueue)):
             raise TypeError(f"open_from_spec: class {module}:{qualname} is not a RedisSampleRefQueue")
+        if args.pop("server_time", False):
+            clock = None
         client = redis_py.Redis(host=args.pop("host"), port=args.pop("port"), db=args.pop("db"), **_CLIENT_OPTIONS)
         return _open(kind, args, store, clock, client=client)
 

@@ -137,7 +137,7 @@ from refqueue.store import FeatureStore, StoreHealth
 __all__ = [
     "RedisSampleRefQueue", "RedisUnavailable", "RedisRefused", "QueueStateCorrupt", "QueueStateLost", "ScrubPending",
     "delete_queue",
-    "make", "build", "BLOCK_SLICE", "COLLECT_BATCH",
+    "make", "make_server_time", "build", "BLOCK_SLICE", "COLLECT_BATCH",
 ]
 
 logger = logging.getLogger(__name__)
@@ -1517,6 +1517,14 @@ def make(store: Any, clock: Any, **config: Any) -> RedisSampleRefQueue:
     return build(RedisSampleRefQueue, store, clock, **config)
 
 
+def make_server_time(store: Any, clock: Any, **config: Any) -> RedisSampleRefQueue:
+    """The conformance factory of the production configuration: as ``make``,
+    but the queue reads the server's ``TIME`` (``clock=None``) and ignores
+    the kit's clock (declared: ``injected_clock=False``), so the client
+    takes no step lock, only its completions' gate."""
+    return build(RedisSampleRefQueue, store, None, **config)
+
+
 def build(queue_class: type[RedisSampleRefQueue], store: Any, clock: Any, **config: Any) -> RedisSampleRefQueue:
     """``make`` for ``queue_class`` (a subclass of ``RedisSampleRefQueue``)."""
     options = {key: config.pop(key) for key in _FACTORY_OPTIONS if key in config}
@@ -1563,10 +1571,10 @@ def _forget(client: Any, keys: list[str]) -> None:
         pass
 
 
-def _capabilities() -> Any:
+def _capabilities(**declared: bool) -> Any:
     from refqueue.conformance.contract import Capabilities
 
-    return Capabilities(faults=True)
+    return Capabilities(faults=True, **declared)
 
 
 def _faults() -> Any:
@@ -1577,3 +1585,5 @@ def _faults() -> Any:
 
 make.capabilities = _capabilities()  # type: ignore[attr-defined]
 make.faults = _faults()  # type: ignore[attr-defined]
+make_server_time.capabilities = _capabilities(injected_clock=False)  # type: ignore[attr-defined]
+make_server_time.faults = _faults()  # type: ignore[attr-defined]
