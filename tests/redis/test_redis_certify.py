@@ -95,3 +95,14 @@ def test_the_factory_removes_a_dropped_queues_keys(redis_server):
     del q
     gc.collect()
     assert r.keys("drop-test:*") == []
+
+
+# The production configuration (clock=None, the server's TIME; issue 27): the
+# phases where the acking client's window (threads, one client of 4 threads)
+# and the clients of other processes (faults: processes-linearizable) show.
+# Before issue 27 both rejected it (threads: 3 seeds of 3; faults: seed 0).
+@pytest.mark.parametrize("phase", ["threads", "faults"])
+def test_the_server_time_configuration_passes(phase):
+    cert = certify("refqueue.backends.redis:make_server_time", profile="ci", phases=(phase,))
+    assert cert.passed, cert.counterexample
+    assert cert.capabilities["injected_clock"] is False
