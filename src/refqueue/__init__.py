@@ -39,6 +39,9 @@ _EXPORTS = {
     "DeadLetter": "refqueue.queue",
     "LocalFeatureStore": "refqueue.stores.local",
     "FeatureDataLoader": "refqueue.loader",
+    "Condition": "refqueue.diagnosis",
+    "diagnose": "refqueue.diagnosis",
+    "RefqueueCollector": "refqueue.prometheus",
 }
 
 __all__ = sorted(_EXPORTS)

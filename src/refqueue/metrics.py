@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -46,10 +47,13 @@ class QueueMetrics:
         self.store = open_record.get("store")
         self.high = open_record.get("high")
         self.low = open_record.get("low")
+        self.capacity = open_record.get("capacity_bytes")
+        self.visibility_timeout = open_record.get("visibility_timeout")
         self.counters = dict.fromkeys(_COUNTERS, 0)
         self.pending = 0
         self.outstanding: int | None = 0
         self.paused = False
+        self.closed = False
         self.paused_since: float | None = None
         self.paused_seconds = 0.0
         self.resident_bytes = 0
@@ -62,7 +66,9 @@ class QueueMetrics:
         self.first_t: float | None = open_record.get("t")
         self.last_t: float | None = open_record.get("t")
         self._leased_at: dict[int, float] = {}  # lease id -> t of its acquire
-        self._parked_at: dict[str, float] = {}  # sample -> t of its park
+        self._deadline: dict[int, float] = {}  # lease id -> its deadline (acquire, extend)
+        self._parked_at: dict[str, tuple[float | None, int]] = {}  # sample -> (t of its park, nbytes)
+        self.last_reclaim_t: float | None = None  # t of the last reclaim_expired call
 
     def fold(self, r: dict[str, Any]) -> None:
         ev = r["ev"]
@@ -80,6 +86,8 @@ class QueueMetrics:
             if r.get("sample") is not None:
                 c["acquires"] += 1
                 self._leased_at[r["lease"]] = t  # type: ignore[assignment]
+                if r.get("deadline") is not None:
+                    self._deadline[r["lease"]] = r["deadline"]
         elif ev == "ack":
             if r.get("live"):
                 c["acks_live"] += 1
@@ -104,6 +112,7 @@ class QueueMetrics:
                 c["fails_stale"] += 1
         elif ev == "reclaim":
             c["reclaim_calls"] += 1
+            self.last_reclaim_t = t
             samples = r.get("samples")
             n = len(samples) if samples is not None else r.get("count", 0)
             dead = len(r.get("dead") or ())
@@ -112,6 +121,7 @@ class QueueMetrics:
             c["dead_letters"] += dead
             for lease_id in r.get("leases") or ():
                 self._leased_at.pop(lease_id, None)
+                self._deadline.pop(lease_id, None)
         elif ev == "dead_letter":
             if r.get("live"):
                 c["dead_letters"] += 1
@@ -119,6 +129,8 @@ class QueueMetrics:
         elif ev == "extend":
             if r.get("live"):
                 c["extends"] += 1
+                if r.get("lease") in self._leased_at and r.get("deadline") is not None:
+                    self._deadline[r["lease"]] = r["deadline"]
         elif ev == "pause":
             c["pauses"] += 1
             self.paused = True
@@ -132,11 +144,13 @@ class QueueMetrics:
             self.paused_since = None
             self.resident_bytes = r.get("resident_bytes", self.resident_bytes)
         elif ev == "park":
-            self._parked_at[r["sample"]] = t  # type: ignore[assignment]
+            self._parked_at[r["sample"]] = (t, r.get("nbytes", 0))
         elif ev == "unpark":
-            since = self._parked_at.pop(r["sample"], None)
+            since = self._parked_at.pop(r["sample"], (None, 0))[0]
             if since is not None and t is not None:
                 self.producer_blocked_seconds += t - since
+        elif ev == "close":
+            self.closed = True
         elif ev == "wait":
             self.consumer_empty_wait_seconds += r.get("waited", 0.0)
 
@@ -147,6 +161,7 @@ class QueueMetrics:
 
     def _lease_ended(self, r: dict[str, Any], t: float | None) -> None:
         since = self._leased_at.pop(r["lease"], None)
+        self._deadline.pop(r["lease"], None)
         if since is None or t is None:
             return
         age = max(0.0, t - since)
@@ -159,6 +174,14 @@ class QueueMetrics:
         if self.paused and self.paused_since is not None and self.last_t is not None:
             paused_seconds += self.last_t - self.paused_since  # the pause still open
         blocked, waited = self.producer_blocked_seconds, self.consumer_empty_wait_seconds
+        now = self.last_t
+        if now is not None:  # the waits still in progress at the log's last record
+            blocked += sum(max(0.0, now - since) for since, _ in self._parked_at.values() if since is not None)
+        vt = self.visibility_timeout
+        overdue = [now - d for lid, d in self._deadline.items() if lid in self._leased_at and now is not None
+                   and d is not None and d <= now]
+        older = sum(1 for since in self._leased_at.values()
+                    if since is not None and now is not None and vt is not None and now - since > vt)
         if blocked == 0 and waited == 0:
             bottleneck = "none"
         else:
@@ -169,6 +192,7 @@ class QueueMetrics:
             "pending": self.pending,
             "outstanding": len(self._leased_at) if self.outstanding is None else self.outstanding,
             "paused": self.paused,
+            "closed": self.closed,
             "paused_seconds": paused_seconds,
             "resident_bytes": self.resident_bytes,
             "resident_samples": self.resident_samples,
@@ -187,6 +211,18 @@ class QueueMetrics:
                 if self._leased_at and self.last_t is not None and None not in self._leased_at.values() else 0.0
             ),
             "seconds": (self.last_t - self.first_t) if self.first_t is not None and self.last_t is not None else 0.0,
+            # gauges at the log's last record (queue.metrics() reads them live instead)
+            "clock": self.last_t,
+            "producers_blocked": len(self._parked_at),
+            "parked_bytes": sum(n for _, n in self._parked_at.values()),
+            "leases_past_deadline": len(overdue),
+            "most_overdue_lease_seconds": max(overdue, default=0.0),
+            "leases_older_than_timeout": older,
+            "visibility_timeout_seconds": vt,
+            "capacity_bytes": self.capacity,
+            # a log does not say whether a reclaimer runs: None; the last reclaim_expired call's t instead
+            "reclaimer_running": None,
+            "last_reclaim_call": self.last_reclaim_t,
         }
 
 
@@ -275,9 +311,18 @@ PROMETHEUS_NAMES: dict[str, tuple[str, str, str]] = {
 
 
 def export_prometheus(metrics: Metrics, q: int | None = None, registry: Any = None) -> Any:
-    """Register a collector exposing ``metrics`` (queue ``q``) under
+    """Deprecated: use ``refqueue.prometheus.RefqueueCollector`` (every series
+    labelled by queue, any number of queues in one registry, live gauges).
+
+    Register a collector exposing ``metrics`` (queue ``q``) under
     ``PROMETHEUS_NAMES`` in ``registry`` (default: prometheus_client's
-    global one); returns the collector.  Needs ``prometheus-client``."""
+    global one), unlabelled; returns the collector.  Two queues need two
+    registries.  Needs ``prometheus-client``."""
+    warnings.warn(
+        "export_prometheus is deprecated: its series carry no queue label and one registry holds one queue; "
+        "register refqueue.prometheus.RefqueueCollector(queue, name=...) instead (docs/EVENTS.md)",
+        DeprecationWarning, stacklevel=2,
+    )
     try:
         from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
     except ImportError:

@@ -155,12 +155,13 @@ class _Sample:
     (RedeliveryCountsDeliveries).
     """
 
-    __slots__ = ("ref", "lease_id", "deadline", "deliveries", "redeliveries")
+    __slots__ = ("ref", "lease_id", "deadline", "deliveries", "redeliveries", "leased_at")
 
     def __init__(self, ref: SampleRef) -> None:
         self.ref = ref
         self.lease_id: int | None = _NOT_LEASED
         self.deadline: float | None = None
+        self.leased_at = 0.0  # the clock at its current lease's acquire (read by metrics() only)
         self.deliveries = 0  # acquires of this incarnation
         self.redeliveries = 0  # fails + reclaims of this incarnation
 
@@ -170,12 +171,13 @@ class _Parking:
     ``parked`` says whether ``nbytes`` is counted now.  Changed only with the
     queue lock held."""
 
-    __slots__ = ("nbytes", "parked", "sample_id")
+    __slots__ = ("nbytes", "parked", "sample_id", "since")
 
     def __init__(self, nbytes: int, sample_id: str = "") -> None:
         self.nbytes = nbytes
         self.parked = False
         self.sample_id = sample_id  # named in the park/unpark events
+        self.since: float | None = None  # the clock when it parked (None: the clock raised or gave NaN)
 
 
 class SampleRefQueue:
@@ -274,6 +276,10 @@ class SampleRefQueue:
         # Sum of estimated_bytes of the refs parked by put_blocks_until_below
         # calls (each call's _Parking says whether its ref is counted); >= 0.
         self._parked_bytes = 0
+        # The _Parking of every parked ref (len: producers blocked now), and the
+        # clock-seconds of the waits that ended (metrics(): blocked time).
+        self._parked: set[_Parking] = set()
+        self._blocked_seconds = 0.0
         self._acquirers_waiting = 0  # threads in _ready.wait
         self._producers_waiting = 0  # threads in _room.wait
 
@@ -291,6 +297,7 @@ class SampleRefQueue:
         # the deque drops to make room is counted in _dead_dropped.
         self._dead: deque[DeadLetter] = deque(maxlen=dead_letter_limit)
         self._dead_dropped = 0
+        self._dead_total = 0  # samples dead-lettered so far (metrics())
         self._completed: deque[str] = deque()  # the last dedup_window completed ids, oldest first
         self._completed_ids: set[str] = set()  # the same ids, for O(1) lookup
         self._callbacks_due = OrderedCallbacks()  # on_pause/on_resume, in the order of the changes
@@ -385,10 +392,14 @@ class SampleRefQueue:
                         # Park only now that the producer waits (a one-step call never
                         # parks, so it is one atomic model put_step).  Parking lowers
                         # the others' effective residency: let them step again.
+                        since = self._clock_or_none()
+                        parking.since = since
+                        self._parked.add(parking)
                         parking.parked = True
                         self._parked_bytes += parking.nbytes
                         if self._event_log is not None:
-                            self._emit({"ev": "park", "sample": ref.sample_id, "nbytes": parking.nbytes})
+                            self._emit({"ev": "park", "t": since, "sample": ref.sample_id,
+                                        "nbytes": parking.nbytes})
                         missed = self._room_generation != generation
                         self._room_generation += 1
                         if self._producers_waiting:
@@ -685,19 +696,119 @@ class SampleRefQueue:
     # -- observers -----------------------------------------------------------------
 
     def metrics(self) -> dict[str, Any]:
-        """Counters and gauges of this queue folded from its events
-        (``refqueue.metrics``): needs a ``refqueue.metrics.Metrics`` among the
-        sinks of the queue's ``EventLog``."""
+        """The queue's state now (``gauges()``), and, when the queue's
+        ``EventLog`` has a ``refqueue.metrics.Metrics`` sink, the counters and
+        histograms folded from its events (docs/EVENTS.md): one plain dict,
+        the live gauges winning where both have a key.  ``"counters"`` says
+        whether the event-folded keys are there.  ``refqueue.diagnose`` reads
+        it; ``refqueue.prometheus.RefqueueCollector`` exports it."""
         from refqueue.metrics import Metrics
 
+        gauges = self.gauges()
         log = self._event_log
         sink = None if log is None else next((s for s in log.sinks if isinstance(s, Metrics)), None)
         if sink is None:
-            raise ValueError(
-                "SampleRefQueue.metrics() folds the queue's events, but its event log has no Metrics sink; "
-                "build the queue with events=EventLog(refqueue.metrics.Metrics(), ...)"
-            )
-        return sink.snapshot(self._qid, log.pid)  # type: ignore[union-attr]
+            return {**gauges, "counters": False}
+        snapshot = sink.snapshot(self._qid, log.pid)  # type: ignore[union-attr]
+        snapshot.update(gauges)
+        snapshot["counters"] = True
+        return snapshot
+
+    def gauges(self) -> dict[str, Any]:
+        """What the queue holds and who waits on it, read now with the lock
+        held (no events needed), for ``metrics()``: O(live samples) (one scan
+        of the pending and leased records), plus one ``store.health()``.
+
+        ``clock`` (the queue's clock now; None if it raised), ``pending``,
+        ``outstanding``, ``closed``, ``paused``; ``dead_letters`` (samples
+        dead-lettered so far), ``dead_letters_kept``, ``dead_letters_dropped``;
+        ``producers_blocked`` (producers parked in ``put_blocks_until_below``
+        now), ``parked_bytes`` (their refs' bytes), ``producer_blocked_seconds``
+        (clock-seconds parked, summed over producers, the waits still in
+        progress included); ``consumers_waiting`` (consumers in ``acquire``
+        on an empty queue now); ``oldest_open_lease_age_seconds`` (since the
+        oldest outstanding lease's acquire; 0.0 with none),
+        ``leases_past_deadline`` (outstanding leases whose deadline passed:
+        only a reclaim takes them back), ``most_overdue_lease_seconds``,
+        ``leases_older_than_timeout`` (leased longer than the visibility
+        timeout: kept by ``extend``, or overdue), ``visibility_timeout_seconds``;
+        ``reclaimer_running``, ``reclaimer_interval``, ``reclaimer_errors``,
+        ``reclaimer_consecutive_errors``, ``reclaimer_last_error`` (None: no error; for this queue: what
+        stopped it); ``resident_bytes``, ``resident_samples``,
+        ``capacity_bytes`` (the store's ``health()``; None, with
+        ``store_error``, if it raised), ``high_watermark_bytes``,
+        ``low_watermark_bytes`` (effective), ``effective_resident_bytes``
+        (resident - parked, what the hysteresis judges, D8), ``live_bytes``
+        (``estimated_bytes`` of the pending and leased samples) and
+        ``unaccounted_bytes`` (resident bytes that neither a live sample nor a
+        parked ref accounts for: orphans of puts that never completed, or
+        data of another queue or producer on the same store)."""
+        status = self.reclaimer_status()
+        with self._lock:
+            now = self._clock_or_none()
+            live_bytes = 0
+            oldest: float | None = None
+            overdue = older = 0
+            most_overdue = 0.0
+            vt = self._vt_seconds
+            for rec in self._live.values():
+                live_bytes += rec.ref.estimated_bytes
+                deadline = rec.deadline
+                if deadline is None or now is None:
+                    continue
+                if oldest is None or rec.leased_at < oldest:
+                    oldest = rec.leased_at
+                if deadline <= now:
+                    overdue += 1
+                    most_overdue = max(most_overdue, now - deadline)
+                if now - rec.leased_at > vt:
+                    older += 1
+            blocked = self._blocked_seconds
+            if now is not None:
+                blocked += sum(max(0.0, now - p.since) for p in self._parked if p.since is not None)
+            store_error = None
+            try:
+                health = self._store.health()
+                resident, samples, capacity = health.resident_bytes, health.sample_count, health.capacity_bytes
+            except Exception as exc:  # a closed store: the gauges still answer
+                resident = samples = capacity = None
+                store_error = repr(exc)
+            gauges = {
+                "clock": now,
+                "pending": len(self._pending),
+                "outstanding": self._outstanding,
+                "closed": self._closed,
+                "paused": self._paused,
+                "dead_letters": self._dead_total,
+                "dead_letters_kept": len(self._dead),
+                "dead_letters_dropped": self._dead_dropped,
+                "producers_blocked": len(self._parked),
+                "parked_bytes": self._parked_bytes,
+                "producer_blocked_seconds": blocked,
+                "consumers_waiting": self._acquirers_waiting,
+                "oldest_open_lease_age_seconds": 0.0 if oldest is None or now is None else max(0.0, now - oldest),
+                "leases_past_deadline": overdue,
+                "most_overdue_lease_seconds": most_overdue,
+                "leases_older_than_timeout": older,
+                "visibility_timeout_seconds": vt,
+                "reclaimer_running": status["running"],
+                "reclaimer_interval": status.get("interval"),
+                "reclaimer_errors": status.get("errors", 0),
+                "reclaimer_consecutive_errors": status.get("consecutive_errors", 0),
+                "reclaimer_last_error": status.get("stopped_by") or status.get("last_error"),
+                "resident_bytes": resident,
+                "resident_samples": samples,
+                "capacity_bytes": capacity,
+                "store_error": store_error,
+                "high_watermark_bytes": self._high,
+                "low_watermark_bytes": self._low,
+                "effective_resident_bytes": None if resident is None else max(0, resident - self._parked_bytes),
+                "live_bytes": live_bytes,
+                "unaccounted_bytes": (
+                    None if resident is None else max(0, resident - live_bytes - self._parked_bytes)
+                ),
+            }
+        return gauges
 
     @property
     def event_log(self) -> EventLog | None:
@@ -896,10 +1007,23 @@ class SampleRefQueue:
     def _unpark_nowait(self, parking: _Parking) -> None:
         """The ref of ``parking`` no longer counts as parked (idempotent)."""
         if parking.parked:
+            now = self._clock_or_none()
+            if now is not None and parking.since is not None:
+                self._blocked_seconds += max(0.0, now - parking.since)
+            self._parked.discard(parking)
             self._parked_bytes -= parking.nbytes
             parking.parked = False
             if self._event_log is not None:
-                self._emit({"ev": "unpark", "sample": parking.sample_id, "nbytes": parking.nbytes})
+                self._emit({"ev": "unpark", "t": now, "sample": parking.sample_id, "nbytes": parking.nbytes})
+
+    def _clock_or_none(self) -> float | None:
+        """The clock's reading, or None if it raised or gave NaN (for the
+        metrics of blocked time: never a reason for a put to fail)."""
+        try:
+            now = self._now()
+        except Exception:
+            return None
+        return now if now == now else None
 
     def _transition(self, event: str, health: StoreHealth) -> None:
         if self._event_log is not None:
@@ -933,6 +1057,7 @@ class SampleRefQueue:
         # the commit
         rec.lease_id = lease_id
         rec.deadline = deadline
+        rec.leased_at = now
         rec.deliveries += 1
         self._outstanding += 1
         pending.popleft()
@@ -973,6 +1098,7 @@ class SampleRefQueue:
             if len(dead) == dead.maxlen:
                 self._dead_dropped += 1  # the deque drops its oldest to make room
             dead.append(letter)
+            self._dead_total += 1
         if self._dedup_window:
             if len(self._completed) == self._dedup_window:
                 self._completed_ids.discard(self._completed.popleft())
