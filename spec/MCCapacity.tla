@@ -1,8 +1,11 @@
 ----------------------------- MODULE MCCapacity ------------------------------
 (***************************************************************************)
 (* A store whose byte cap binds: a StorePut waits for room (two producers, *)
-(* samples of 1 and 2 bytes, Capacity 3 = High). Agreement with the Python *)
-(* model is checked here too.                                              *)
+(* samples of 1 and 2 bytes, Capacity 3), and backpressure that pauses     *)
+(* under it: High 2 / Low 1 (D8's measure leaves the stepping ref out, so  *)
+(* with High = Capacity, as before, nothing could ever pause and the       *)
+(* pause properties were vacuous here).  Agreement with the Python model   *)
+(* is checked here too.                                                    *)
 (***************************************************************************)
 EXTENDS SampleRefQueue
 

@@ -1078,6 +1078,52 @@ LeaseLiveUntilDeadline ==
                                    /\ (Ack(c) \/ Fail(c) \/ Extend(c) \/ AckLost(c) \/ FailLost(c))
             \/ RestartLossy]_vars
 
+(* A lease lasts its visibility timeout: a step that makes a sample       *)
+(* leased (Acquire, AcquireLost) or moves a leased sample's deadline       *)
+(* (Extend) sets the deadline to exactly now + VisibilityTimeout.  Never   *)
+(* shorter: a lease that falls due early is reclaimed under a consumer     *)
+(* still working on it (DeadlineWithinVisibility bounds it from above      *)
+(* only, LeaseLiveUntilDeadline trusts whatever deadline was set).  Only a *)
+(* Tick of TimeNeverStops moves a deadline otherwise (it ages it).         *)
+DeadlineSet(s) == /\ recs'[s].status = Leased
+                  /\ \/ s \notin DOMAIN recs
+                     \/ recs[s].status # Leased
+                     \/ recs'[s].deadline # recs[s].deadline
+LeaseLastsItsTimeout ==
+    [][~Tick => \A s \in DOMAIN recs' : DeadlineSet(s) => recs'[s].deadline = now + VisibilityTimeout]_vars
+
+(* The dead-letter list lists exactly the samples dead-lettered: a step    *)
+(* keeps the list as it was and appends one entry, with its reason, for    *)
+(* each sample it dead-letters, and none for anything else.  (The closed   *)
+(* world dead-letters only for MaxDeliveries; RedeliveryCountsDeliveries   *)
+(* says such a sample was delivered exactly that often.)                   *)
+NewlyDead == {s \in DOMAIN recs' : recs'[s].status = Dead /\ ~(s \in DOMAIN recs /\ recs[s].status = Dead)}
+DeadLettersListed ==
+    [][/\ Len(dead') = Len(dead) + Cardinality(NewlyDead)
+       /\ SubSeq(dead', 1, Len(dead)) = dead
+       /\ {dead'[i][1] : i \in (Len(dead) + 1)..Len(dead')} = NewlyDead
+       /\ \A i \in (Len(dead) + 1)..Len(dead') : dead'[i][2] = MaxDeliveriesReason]_vars
+
+(* Backpressure follows the hysteresis of D8's measure exactly: every put  *)
+(* step leaves paused' = IF paused THEN measure > Low ELSE measure >= High *)
+(* (PauseOnlyAtHigh and ResumeOnlyAtLow say only that a change needs the   *)
+(* measure past a watermark; this says the measure past it forces the      *)
+(* change, so a measure that subtracts too much, e.g. every ref stored but *)
+(* not yet enqueued instead of the parked ones, is caught).                *)
+PauseFollowsHysteresis ==
+    [][\A p \in Producers :
+          TryPutAny(p) => paused' = IF paused THEN D8Residency(producers[p]) > Low
+                                    ELSE D8Residency(producers[p]) >= High]_vars
+
+(* A completed id may be put again (D5): RePutDelivered is a state in      *)
+(* which a sample in its second incarnation or later (stored, put and      *)
+(* completed once, then stored and put again) is leased.  It is a witness, *)
+(* not a property: MCRePut asks TLC to reach it (RePutNeverDelivered must  *)
+(* be violated), so a spec that refuses re-puts, or never delivers them,   *)
+(* fails there.                                                            *)
+RePutDelivered == \E s \in DOMAIN recs : recs[s].incarnation >= 2 /\ recs[s].status = Leased
+RePutNeverDelivered == ~RePutDelivered
+
 -----------------------------------------------------------------------------
 (* Liveness.                                                               *)
 

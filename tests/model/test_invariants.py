@@ -98,8 +98,10 @@ def test_invariants_cover_design_names():
         "RedeliveryCountsDeliveries", "TerminalNoneMeansDrained", "StaleOpsChangeNothing", "PauseOnlyAtHigh",
         "ResumeOnlyAtLow", "NoFlapping", "CompletionIsAbsorbing", "LeaseLiveUntilDeadline", "BackpressureBound",
         "NoStuckProducer", "DeadlineWithinVisibility", "PendingIsFifo", "ParkedRefsArePut",
-        "IntentsHoldCompletedData", "NoOldEpochLeaseLive", "StaleLeaseNeverLiveAgain",
+        "IntentsHoldCompletedData", "NoOldEpochLeaseLive", "StaleLeaseNeverLiveAgain", "LeaseLastsItsTimeout",
+        "DeadLettersListed", "PauseFollowsHysteresis",
     }
+    assert set(I.WITNESSES) == {"RePutDelivered"}
 
 
 # -- transition properties -------------------------------------------------------
@@ -217,3 +219,72 @@ def test_backpressure_bound_and_no_stuck_producer_read_the_world():
     assert I.BackpressureBound(world, Node(full, node.consumers, (None, None), 2))  # 2 < high 2 + largest 1
     over = world._replace(sizes=(1, 1))._replace(cfg=world.cfg._replace(high=1))
     assert not I.BackpressureBound(over, Node(full, node.consumers, (None, None), 2))
+
+
+def test_pause_follows_hysteresis_flags_a_pause_that_does_not_happen():
+    at = M.initial_state()._replace(resident_bytes=8)  # the measure at high (8): the step must pause
+    assert not I.PauseFollowsHysteresis(C, at, at, "TryPut", "x", None)
+    assert I.PauseFollowsHysteresis(C, at, at._replace(paused=True), "TryPut", "x", None)
+    band = M.initial_state()._replace(paused=True, resident_bytes=5)  # inside the band, paused: stays paused
+    assert not I.PauseFollowsHysteresis(C, band, band._replace(paused=False), "TryPutLost", "x", None)
+    assert I.PauseFollowsHysteresis(C, band, band, "TryPut", "x", None)
+    assert I.PauseFollowsHysteresis(C, at, at, "Acquire", 0, None)  # only put steps decide
+    parked = at._replace(parked=(("y", 4),))  # D8: another producer's parked ref does not count
+    assert I.PauseFollowsHysteresis(C, parked, parked, "TryPut", "x", None)
+    assert not I.PauseFollowsHysteresis(C, parked, parked._replace(paused=True), "TryPut", "x", None)
+
+
+def test_dead_letters_listed_flags_a_dead_letter_missing_from_the_list():
+    s, consumers = good()
+    lease_a = consumers[0].lease  # a: delivered twice (max_deliveries 2), so its next fail dead-letters it
+    out = A.fail(C, s, lease_a)
+    assert A.rec_of(out.state, "a").status == M.DEAD and out.state.dead == (("a", M.MAX_DELIVERIES_REASON),)
+    assert I.DeadLettersListed(C, s, out.state, "Fail", lease_a, True)
+    assert not I.DeadLettersListed(C, s, out.state._replace(dead=()), "Fail", lease_a, True)  # missing
+    twice = out.state._replace(dead=out.state.dead * 2)
+    assert not I.DeadLettersListed(C, s, twice, "Fail", lease_a, True)  # listed twice
+    wrong = out.state._replace(dead=(("b", M.MAX_DELIVERIES_REASON),))
+    assert not I.DeadLettersListed(C, s, wrong, "Fail", lease_a, True)  # the wrong sample
+    reason = out.state._replace(dead=(("a", "poison"),))
+    assert not I.DeadLettersListed(C, s, reason, "Fail", lease_a, True)  # a fail's reason is max_deliveries
+    poison = A.dead_letter(C, s, consumers[1].lease, "poison")
+    assert I.DeadLettersListed(C, s, poison.state, "DeadLetter", consumers[1].lease, True)
+    assert not I.DeadLettersListed(C, s, s._replace(dead=(("b", "poison"),)), "Ack", None, True)  # listed, not dead
+
+
+def test_lease_lasts_its_timeout_flags_a_short_lease():
+    from refqueue.model.world import Node, make_world
+
+    world = make_world(samples=1, consumers=1, visibility_timeout=2, horizon=2, extend_by=(3,))
+    s = A.store_put(world.cfg, M.initial_state(), "s0", 1).state
+    s = A.put(world.cfg, s, "s0").state
+    idle = (Consumer(None, False, False),)
+    before = Node(s, idle, (None,), 1)
+    out = A.acquire(world.cfg, s)
+    held = (Consumer(out.value, False, False),)
+    after = Node(out.state, held, (None,), 1)
+    assert A.rec_of(out.state, "s0").deadline == 2
+    assert I.LeaseLastsItsTimeout(world, before, after, "Acquire", 0, out.value)
+    short = Node(with_rec(out.state, "s0", deadline=1), held, (None,), 1)
+    assert not I.LeaseLastsItsTimeout(world, before, short, "Acquire", 0, out.value)
+    later = A.tick(world.cfg, out.state, 1).state  # now 1, deadline 2
+    extended = A.extend(world.cfg, later, out.value, 3)
+    assert I.LeaseLastsItsTimeout(world, Node(later, held, (None,), 1), Node(extended.state, held, (None,), 1),
+                                  "Extend", (0, 3), True)
+    assert not I.LeaseLastsItsTimeout(world, Node(later, held, (None,), 1), Node(extended.state, held, (None,), 1),
+                                      "Extend", 0, True)  # the world's plain Extend is by the timeout (2), not 3
+    aged = Node(with_rec(later, "s0", deadline=1), held, (None,), 1)
+    assert I.LeaseLastsItsTimeout(world, Node(later, held, (None,), 1), aged, "Tick", None, None)  # time ages it
+    assert not I.LeaseLastsItsTimeout(world, Node(later, held, (None,), 1), aged, "Get", 0, True)
+
+
+def test_re_put_delivered_is_reached_by_the_explorer_and_only_after_a_completion():
+    from refqueue.model.explorer import explore
+    from refqueue.model.world import make_world
+
+    result = explore(make_world(samples=("s0", "s0"), consumers=1), goals=I.WITNESSES, stop_on_violation=False)
+    assert result.verdict == "ok"
+    labels = [step.label() for step in result.goals["RePutDelivered"]]
+    assert labels == ["Init", "StorePut(0)", "TryPut(0)", "Acquire(0)", "Ack(0)", "StorePut(0)", "TryPut(0)", "Acquire(0)"]
+    once = explore(make_world(samples=("s0", "s1"), consumers=1), goals=I.WITNESSES, stop_on_violation=False)
+    assert "RePutDelivered" not in once.goals and once.verdict == "ok"

@@ -13,7 +13,8 @@ from refqueue.spec_check.tlc import TlcRun
 
 def test_the_manifest_lists_every_mode(manifest):
     modes = {e.mode for e in manifest.values()}
-    assert modes == {"safety", "liveness", "counterexample"}
+    assert modes == {"safety", "liveness", "counterexample", "witness"}
+    assert {e.name: e.witness["goal"] for e in manifest.values() if e.mode == "witness"} == {"MCRePut": "RePutDelivered"}
     assert {e.expected for e in manifest.values() if e.mode == "counterexample"} >= {
         "TerminalNoneMeansDrained",
         "NoScrubBeforeAck",
@@ -66,8 +67,8 @@ def test_a_valid_entry_loads(tmp_path, spec_dir):
         ),
         (
             {"mode": "fast"},
-            "manifest.json configs[0] (MCFlapping): mode must be one of ['safety', 'liveness', 'counterexample'], "
-            "got 'fast'",
+            "manifest.json configs[0] (MCFlapping): mode must be one of ['safety', 'liveness', 'counterexample', "
+            "'witness'], got 'fast'",
         ),
         (
             {"workers": 2},
@@ -93,7 +94,7 @@ def test_a_valid_entry_loads(tmp_path, spec_dir):
             {"distinct": 5},
             "manifest.json configs[0] has unknown keys ['distinct']; the known keys are ['agreement', 'config', "
             "'depth', 'distinct_states', 'expected', 'mode', 'module', 'name', 'note', 'total_states', "
-            "'trace_states', 'workers']",
+            "'trace_states', 'witness', 'workers']",
         ),
     ],
 )

@@ -3,6 +3,7 @@ spec, mutations are applied to scratch copies only, the Python patches make
 the explorer report what the spec's killers report, and one mutant end to end
 through TLC."""
 
+import dataclasses
 import functools
 import json
 import re
@@ -231,12 +232,13 @@ def test_a_mutant_tlc_does_not_kill_is_a_survivor(spec_dir, capsys, monkeypatch)
         return TlcRun("ok", distinct_states=7, seconds=0.1)
 
     monkeypatch.setattr(M, "run_tlc_kill", no_error)
-    assert main(["check-spec", "--spec-dir", str(spec_dir), "--mutants", "fail-not-counted"]) == 1
+    args = ["check-spec", "--spec-dir", str(spec_dir), "--mutants", "fail-not-counted", "--mutants-without-graphs"]
+    assert main(args) == 1
     out = capsys.readouterr().out
     assert "    TLC MCAgreement: no error (7 states, 0.1 s), expected RedeliveryCountsDeliveries: SURVIVED" in out
     row = next(line for line in out.splitlines() if line.startswith("fail-not-counted "))
     assert row.split() == ["fail-not-counted", "MCAgreement", "RedeliveryCountsDeliveries", "no", "error", "7", "0.1",
-                           "NO", "RedeliveryCountsDeliveries", "RedeliveryCountsDeliveries", "0.0", "yes"]
+                           "NO", "RedeliveryCountsDeliveries", "RedeliveryCountsDeliveries", "0.0", "yes", "-"]
     assert out.rstrip().endswith("check-spec --mutants: 1 of 1 mutant(s) SURVIVED: fail-not-counted")
 
 
@@ -248,7 +250,8 @@ def test_tlc_kills_a_mutant_with_its_named_property(spec_dir, capsys):
     row = next(line for line in out.splitlines() if line.startswith("fail-not-counted "))
     cells = row.split()
     assert cells[:5] == ["fail-not-counted", "MCAgreement", "RedeliveryCountsDeliveries", "RedeliveryCountsDeliveries", "40"]
-    assert cells[6] == "yes" and cells[-1] == "yes"
+    assert cells[6] == "yes" and cells[-3] == "yes" and cells[-2:] == ["differs", "(MCAgreementWide)"]
+    assert "    agreement MCAgreementWide: the graph DIFFERS from the model's (" in out
     assert out.rstrip().endswith("check-spec --mutants: all 1 mutant(s) killed by their expected properties")
 
 
@@ -256,3 +259,74 @@ def test_tlc_kills_a_mutant_with_its_named_property(spec_dir, capsys):
 def test_the_unmutated_spec_survives_the_killer_config(spec_dir):
     run = M.run_tlc_kill(spec_dir, None, M.TlcKill("MCMutLease", "ok"), timeout=120)
     assert run.outcome == "ok", run.output[-2000:]
+
+
+# -- issue 25: a lease lasts its timeout, dead letters are listed, a re-put is possible, D8's measure ----------
+
+ISSUE_25 = {
+    "acquire-lease-one-tick-short": ["Init", "StorePut(0)", "TryPut(0)", "Acquire(0)"],
+    "extend-lease-one-tick-short": None,
+    "dead-letter-not-listed": None,
+    "d8-subtracts-stored-refs": ["Init", "StorePut(0)", "StorePut(1)", "TryPut(0)"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_25))
+def test_the_explorer_kills_each_issue_25_mutant_with_its_new_property(name):
+    mutant = BY_NAME[name]
+    result = M.run_python_kill(mutant, max_seconds=60)
+    assert result.verdict == "violation" and mutant.python.expected in result.violated, result
+    if ISSUE_25[name] is not None:
+        assert result.trace == ISSUE_25[name]
+    assert _unpatched_verdict(json.dumps(mutant.python.world, sort_keys=True)) == "ok"
+
+
+def test_a_witness_mutant_is_killed_when_the_explorer_can_no_longer_reach_the_witness():
+    mutant = BY_NAME["re-put-refused"]
+    assert mutant.tlc == (M.TlcKill("MCRePut", "RePutDelivered", "RePutNeverDelivered"),)
+    assert M.run_python_kill(mutant, max_seconds=60).verdict == "unreachable"
+    report = M.MutantReport(mutant, [], M.PythonResult("reached"))
+    assert report.python_killed is False
+    # TLC's side: the witness invariant violated means reached (survived); no violation means killed
+    reached = M.TlcResult(mutant.tlc[0], TlcRun("violation", violated="RePutNeverDelivered"))
+    assert not reached.killed and reached.verdict == "reached"
+    gone = M.TlcResult(mutant.tlc[0], TlcRun("ok"))
+    assert gone.killed and gone.verdict == "unreachable"
+    assert not M.TlcResult(mutant.tlc[0], TlcRun("unknown", error="timeout")).killed  # unknown is never a kill
+
+
+def test_a_witness_kill_must_name_the_witness_goal(spec_dir, tmp_path):
+    copy = _copy_spec(spec_dir, tmp_path / "spec")
+    data = json.loads((copy / M.MUTANTS_FILE).read_text())
+    entry = next(m for m in data["mutants"] if m["name"] == "re-put-refused")
+    entry["tlc"][0]["expected"] = "RePutNeverDelivered"
+    (copy / M.MUTANTS_FILE).write_text(json.dumps(data))
+    with pytest.raises(M.MutantError, match="names the witness config 'MCRePut', which reaches 'RePutDelivered'"):
+        M.load_mutants(copy)
+
+
+def test_every_mutant_names_an_agreement_config_for_its_graph():
+    assert {m.agreement for m in MUTANTS} <= {"MCAgreementWide", "MCDeployment", "MCDeploymentLeases", "MCCapacity",
+                                            "MCAgreement"}
+    assert BY_NAME["ack-records-no-intent"].agreement == "MCDeployment"
+    assert BY_NAME["fail-not-counted"].agreement == "MCAgreementWide"
+
+
+@pytest.mark.tlc
+def test_the_graph_of_a_mutant_is_compared_with_the_unmutated_model(spec_dir):
+    graphs: dict = {}
+    differs = M.run_graph_agreement(spec_dir, BY_NAME["ack-records-no-intent"], {
+        "producers": 2, "samples": ["s0", "s0"], "consumers": 1, "horizon": 1, "two_step_ack": True,
+        "lost_replies": True, "max_restarts": 1,
+    }, timeout=300, graphs=graphs)
+    assert differs.verdict == "differs", differs
+    assert differs.detail.startswith("first difference after 3 steps (shortest Python trace: Init -> StorePut(0) -> "
+                                     "TryPut(0) -> Acquire(0))")
+    assert "only Python: AckLive(0): intents [] -> ['s0']" in differs.detail
+    # a fairness-only mutant leaves the graph as it is
+    fairness_only = dataclasses.replace(BY_NAME["no-producer-fairness"], agreement="MCDeployment")
+    same = M.run_graph_agreement(spec_dir, fairness_only, {
+        "producers": 2, "samples": ["s0", "s0"], "consumers": 1, "horizon": 1, "two_step_ack": True,
+        "lost_replies": True, "max_restarts": 1,
+    }, timeout=300, graphs=graphs)
+    assert same.verdict == "same", same

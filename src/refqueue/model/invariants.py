@@ -54,11 +54,16 @@ __all__ = [
     "CompletionIsAbsorbing",
     "LeaseLiveUntilDeadline",
     "PendingIsFifo",
+    "DeadLettersListed",
+    "PauseFollowsHysteresis",
     "DeadlineWithinVisibility",
     "ParkedRefsArePut",
     "WORLD_INVARIANTS",
     "StaleLeaseNeverLiveAgain",
+    "LeaseLastsItsTimeout",
     "WORLD_TRANSITION_INVARIANTS",
+    "RePutDelivered",
+    "WITNESSES",
     "BackpressureBound",
     "NoStuckProducer",
     "effective_residency",
@@ -379,6 +384,43 @@ def PendingIsFifo(cfg: Config, before: State, after: State, action: str, arg: ob
     return not cfg.fifo or new[: len(old)] == old or (bool(old) and new == old[1:]) or action == "RestartLossy"
 
 
+def DeadLettersListed(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
+    """The dead-letter list lists exactly the samples dead-lettered: a step
+    keeps the list as it was and appends one entry for each sample it
+    dead-letters, and none for anything else; the reason is
+    ``max_deliveries`` for a fail or reclaim, the caller's (a non-empty str)
+    for ``dead_letter``."""
+    old_dead, new_dead = before.dead, after.dead
+    old_recs = before.recs  # ids only grow, in the order first seen: recs align by index
+    newly = {
+        after.ids[i] for i, r in enumerate(after.recs)
+        if r.status == DEAD and (i >= len(old_recs) or old_recs[i].status != DEAD)
+    }
+    if not newly and old_dead == new_dead:
+        return True
+    added = new_dead[len(old_dead):]
+    if new_dead[: len(old_dead)] != old_dead or len(added) != len(newly) or {sid for sid, _ in added} != newly:
+        return False
+    if action == "DeadLetter":
+        return all(isinstance(reason, str) and reason for _, reason in added)
+    return all(reason == MAX_DELIVERIES_REASON for _, reason in added)
+
+
+_PUT_STEPS = frozenset({"TryPut", "TryPutLost"})
+
+
+def PauseFollowsHysteresis(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
+    """Backpressure follows the hysteresis of D8's measure exactly: every put
+    step leaves ``paused' = measure > low if paused else measure >= high``
+    (``PauseOnlyAtHigh`` and ``ResumeOnlyAtLow`` say only that a change needs
+    the measure past a watermark; this says the measure past it forces the
+    change, so a measure that subtracts too much is caught)."""
+    if action not in _PUT_STEPS or cfg.high is None or cfg.low is None:
+        return True
+    eff = effective_residency(before, arg)
+    return after.paused == (eff > cfg.low if before.paused else eff >= cfg.high)
+
+
 TRANSITION_INVARIANTS: dict[str, Callable[..., bool]] = {
     "StaleOpsChangeNothing": StaleOpsChangeNothing,
     "PauseOnlyAtHigh": PauseOnlyAtHigh,
@@ -387,6 +429,8 @@ TRANSITION_INVARIANTS: dict[str, Callable[..., bool]] = {
     "CompletionIsAbsorbing": CompletionIsAbsorbing,
     "LeaseLiveUntilDeadline": LeaseLiveUntilDeadline,
     "PendingIsFifo": PendingIsFifo,
+    "DeadLettersListed": DeadLettersListed,
+    "PauseFollowsHysteresis": PauseFollowsHysteresis,
 }
 
 
@@ -455,9 +499,48 @@ def StaleLeaseNeverLiveAgain(world: object, before: object, after: object, actio
     return True
 
 
-# Properties of one step of the closed world that read its consumers.
+def LeaseLastsItsTimeout(world: object, before: object, after: object, action: str, arg: object, value: object) -> bool:
+    """A lease lasts its visibility timeout: a step that makes a sample leased
+    (``Acquire``, ``AcquireLost``) or moves a leased sample's deadline
+    (``Extend``) sets the deadline to exactly ``now + visibility_timeout``, or
+    ``now + seconds`` for a world's ``Extend((c, seconds))``.  Never shorter
+    (a lease that falls due early is reclaimed under a consumer still working
+    on it) and never longer; only time (``Tick``) moves a deadline otherwise.
+    A world step: the extend's seconds are in the world's ``arg``."""
+    if action == "Tick":
+        return True
+    old, new = before.state, after.state  # type: ignore[attr-defined]
+    cfg = world.cfg  # type: ignore[attr-defined]
+    seconds = arg[1] if action == "Extend" and isinstance(arg, tuple) else cfg.visibility_timeout
+    was = dict(zip(old.ids, old.recs))
+    for sid, rec in zip(new.ids, new.recs):
+        if rec.status != LEASED:
+            continue
+        prev = was.get(sid)
+        if prev is None or prev.status != LEASED or prev.deadline != rec.deadline:
+            if rec.deadline != old.now + seconds:
+                return False
+    return True
+
+
+def RePutDelivered(world: object, node: object) -> bool:
+    """A witness, not a property (D5): a sample in its second incarnation or
+    later (put, completed, stored and put again) is leased.  ``refqueue
+    check-spec`` asks TLC to reach it (MCRePut) and the explorer to reach it
+    as a goal, so a model that refuses re-puts, or never delivers them, fails."""
+    return any(r.incarnation >= 2 and r.status == LEASED for r in node.state.recs)  # type: ignore[attr-defined]
+
+
+# States the closed world must be able to reach (explore's goals), by name.
+WITNESSES: dict[str, Callable[..., bool]] = {
+    "RePutDelivered": RePutDelivered,
+}
+
+
+# Properties of one step of the closed world that read its consumers (or its arg).
 WORLD_TRANSITION_INVARIANTS: dict[str, Callable[..., bool]] = {
     "StaleLeaseNeverLiveAgain": StaleLeaseNeverLiveAgain,
+    "LeaseLastsItsTimeout": LeaseLastsItsTimeout,
 }
 
 

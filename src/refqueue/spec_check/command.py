@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from refqueue.spec_check.agreement import AgreementError, AgreementResult, check
+from refqueue.spec_check.coverage import NEVER_FIRES, check_coverage, config_problems
 from refqueue.spec_check.manifest import ConfigEntry, ManifestError, load_manifest, mismatches
 from refqueue.spec_check.simulate import SIMULATION_MODULE, simulate
 from refqueue.spec_check.tlc import TlcRun, TlcUnavailable, find_jar, find_java, run_tlc
@@ -55,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--workers", default=2, type=_positive_int,
-        help="TLC worker threads (default 2; counterexample configs always use the manifest's 1)",
+        help="TLC worker threads (default 2; counterexample configs always use the manifest's 1); with "
+        "--mutants, how many mutants run at once (each TLC run on one worker)",
     )
     parser.add_argument(
         "--config", nargs="+", metavar="NAME", default=None,
@@ -83,7 +85,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mutants", nargs="*", metavar="NAME", default=None,
         help="instead of the configs: mutation testing, every mutant of spec/mutants.json (or these) must be "
-        "killed by TLC and by the Python explorer (refqueue.spec_check.mutants)",
+        "killed by TLC and by the Python explorer (refqueue.spec_check.mutants); each mutated spec's whole "
+        "graph is also compared with the unmutated model's on an agreement config, and the table says whether "
+        "it differs",
+    )
+    parser.add_argument(
+        "--mutants-without-graphs", action="store_true",
+        help="with --mutants: skip the graph comparison (faster; the named-property kills are still required)",
     )
 
 
@@ -133,9 +141,11 @@ def check_config(
     with tempfile.TemporaryDirectory(prefix=f"refqueue-tlc-{entry.name}-") as tmp:
         workdir = Path(tmp)
         dump = workdir / "states.dot" if world is not None else None
+        complete = entry.mode in ("safety", "liveness")  # the whole state space: its coverage means something
         run = run_tlc(
             spec_dir, entry.module, entry.config, workdir,
             workers=entry.workers or workers, dump=dump, timeout=timeout, on_line=progress, java=java, jar=jar,
+            tlc_args=COVERAGE_ARGS if complete else (),
         )
         problems = mismatches(entry, run)
         agreement = None
@@ -153,7 +163,31 @@ def check_config(
                     problems.extend(f"  {line}" for line in agreement.details)
         elif world is not None:
             problems.append("agreement not checked: TLC did not complete the state space")
+    if entry.witness is not None:
+        problems.extend(_python_witness(entry, say))
     return ConfigReport(entry, run, problems, agreement)
+
+
+def _python_witness(entry: ConfigEntry, say) -> list[str]:
+    """The Python explorer must reach the witness TLC reached (the same state, by the model's twin)."""
+    from refqueue.model.explorer import explore
+    from refqueue.model.invariants import WITNESSES
+    from refqueue.model.world import make_world
+
+    goal, kwargs = entry.witness["goal"], entry.witness["world"]  # type: ignore[index]
+    try:
+        world = make_world(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ManifestError(f"{entry.name}: witness.world is not valid for make_world: {exc}") from None
+    start = time.monotonic()
+    result = explore(world, goals={goal: WITNESSES[goal]}, stop_on_violation=False)
+    seconds = time.monotonic() - start
+    if goal not in result.goals:
+        return [f"witness: the Python explorer never reached {goal} on make_world(**{kwargs}) "
+                f"({result.distinct_states} states, {seconds:.1f} s); the model refuses what D5 allows"]
+    trace = " -> ".join(s.label() for s in result.goals[goal][1:])
+    say(f"    witness: the Python explorer reached {goal} too ({seconds:.1f} s): {trace}")
+    return [f"witness: the Python explorer found {sorted(result.violations)} violated on the way"] if result.violations else []
 
 
 def _fmt(value: object) -> str:
@@ -225,11 +259,14 @@ def run(args: argparse.Namespace) -> int:
         print(line, file=out)
     print(f"total {time.monotonic() - start:.1f} s", file=out)
     for r in reports:
-        if r.entry.mode == "counterexample" and r.run.outcome == "violation":
+        if r.entry.mode in ("counterexample", "witness") and r.run.outcome == "violation":
             print(file=out)
-            print(f"{r.entry.name}: TLC found {r.run.violated} violated; the trace it printed ({r.run.trace_states} states):", file=out)
+            found = (f"reached the witness ({r.entry.witness['goal']}: {r.run.violated} violated)"  # type: ignore[index]
+                     if r.entry.mode == "witness" else f"found {r.run.violated} violated")
+            print(f"{r.entry.name}: TLC {found}; the trace it printed ({r.run.trace_states} states):", file=out)
             for line in r.run.trace:
                 print(f"    {line}", file=out)
+    coverage_ok = _coverage(spec_dir, reports, whole=args.config is None and not args.agreement, out=out)
     failed = [r for r in reports if not r.ok]
     if failed:
         print(file=out)
@@ -244,10 +281,43 @@ def run(args: argparse.Namespace) -> int:
                     print(f"      {line}", file=out)
         print(f"check-spec: {len(failed)} of {len(reports)} config(s) did not come out as manifest.json says", file=out)
         return 1
+    if not coverage_ok:
+        print(f"check-spec: all {len(reports)} config(s) as manifest.json says, but the coverage check failed "
+              f"(above): a property checked where it cannot fail, or an action never exercised", file=out)
+        return 1
     print(f"check-spec: all {len(reports)} config(s) as manifest.json says", file=out)
     return _simulate(args, spec_dir, java, jar, out)
 
 
+def _coverage(spec_dir: Path, reports: list[ConfigReport], *, whole: bool, out: TextIO) -> bool:
+    """The coverage check (refqueue.spec_check.coverage) of the complete configs run: each one's
+    vacuous properties, and, when every config ran (``whole``), the actions no config fires."""
+    runs = [(r.entry.name, r.entry.config, r.run) for r in reports
+            if r.entry.mode in ("safety", "liveness") and r.run.outcome == "ok"]
+    if not runs:
+        return True
+    if whole:
+        report = check_coverage(spec_dir, runs)
+        problems = report.problems
+        print(file=out)
+        print(f"coverage: the actions of Next and the configs where each fired ({len(runs)} complete configs):",
+              file=out)
+        for action, where in sorted(report.fired_in.items(), key=lambda kv: (len(kv[1]), kv[0])):
+            note = f"  (must never fire: {NEVER_FIRES[action]})" if action in NEVER_FIRES else ""
+            print(f"    {action:20} {len(where):2} config(s): {', '.join(where) or '-'}{note}", file=out)
+    else:
+        problems = [p for name, cfg, run in runs for p in config_problems(spec_dir, name, cfg, run)]
+    if problems:
+        print(file=out)
+        for problem in problems:
+            print(f"COVERAGE {problem}", file=out)
+        return False
+    print(f"coverage: no vacuous property in {len(runs)} complete config(s)"
+          + ("; every action of Next fires somewhere (but those that must not)" if whole else ""), file=out)
+    return True
+
+
+COVERAGE_ARGS = ("-coverage", "600")  # report action coverage (every 600 minutes, and at the end)
 SIMULATE_SECONDS = 60.0
 DEEP_SIMULATE_SECONDS = 600.0
 

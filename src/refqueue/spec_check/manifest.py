@@ -12,9 +12,14 @@ spec change that silently shrinks (or grows) the state space is caught::
        "workers": 1, "distinct_states": 5, "total_states": 5, "depth": 3, "trace_states": 3}
     ]}
 
-``mode`` is ``safety``, ``liveness`` or ``counterexample``; ``expected`` is
-``ok`` for the first two and the name of the invariant or property TLC must
-find violated for a counterexample.  ``total_states`` is TLC's "states
+``mode`` is ``safety``, ``liveness``, ``counterexample`` or ``witness``;
+``expected`` is ``ok`` for the first two and the name of the invariant or
+property TLC must find violated for a counterexample.  A witness config asks
+TLC to *reach* a state the protocol must allow (D5's re-put delivered): its
+``expected`` is the negated witness invariant that TLC must find violated,
+and its ``witness`` entry, ``{"goal": NAME, "world": {...}}``, names the
+goal of ``refqueue.model.invariants.WITNESSES`` that the Python explorer
+must reach on ``make_world(**world)`` too.  ``total_states`` is TLC's "states
 generated", ``depth`` its "depth of the complete state graph search" (null
 where TLC prints none).  A counterexample config runs on one worker
 (``"workers": 1``): TLC's breadth-first search is then deterministic, so the
@@ -34,10 +39,10 @@ from refqueue.spec_check.tlc import TlcRun
 
 __all__ = ["MODES", "ManifestError", "ConfigEntry", "load_manifest", "mismatches"]
 
-MODES = ("safety", "liveness", "counterexample")
+MODES = ("safety", "liveness", "counterexample", "witness")
 _KEYS = {
     "name", "module", "config", "mode", "expected", "workers", "distinct_states", "total_states",
-    "depth", "trace_states", "agreement", "note",
+    "depth", "trace_states", "agreement", "witness", "note",
 }
 _REQUIRED = ("name", "module", "config", "mode", "expected", "distinct_states", "total_states", "depth")
 
@@ -60,6 +65,7 @@ class ConfigEntry:
     workers: int | None = None  # None: the command line's --workers
     agreement: dict[str, Any] | None = None  # {"world": make_world kwargs}
     note: str = ""
+    witness: dict[str, Any] | None = None  # {"goal": WITNESSES name, "world": make_world kwargs}
 
 
 def _count(where: str, key: str, value: object, *, nullable: bool) -> int | None:
@@ -95,12 +101,12 @@ def _entry(spec_dir: Path, where: str, raw: object) -> ConfigEntry:
     workers = raw.get("workers")
     if workers is not None:
         workers = _count(where, "workers", workers, nullable=False)
-    if mode == "counterexample":
+    if mode in ("counterexample", "witness"):
         if raw["expected"] == "ok":
-            raise ManifestError(f"{where}: a counterexample config expects a violated property, not 'ok'; name it")
+            raise ManifestError(f"{where}: a {mode} config expects a violated property, not 'ok'; name it")
         if workers != 1:
             raise ManifestError(
-                f"{where}: a counterexample config must set \"workers\": 1, got {workers!r}; with more workers "
+                f"{where}: a {mode} config must set \"workers\": 1, got {workers!r}; with more workers "
                 f"the counts at the violation depend on thread timing"
             )
     elif raw["expected"] != "ok":
@@ -116,6 +122,20 @@ def _entry(spec_dir: Path, where: str, raw: object) -> ConfigEntry:
             raise ManifestError(
                 f"{where}: agreement must be {{\"world\": {{make_world keyword arguments}}}} on a safety config, "
                 f"got {agreement!r}"
+            )
+    witness = raw.get("witness")
+    if (witness is not None) != (mode == "witness"):
+        raise ManifestError(f"{where}: a witness entry goes with mode 'witness' and only there (mode {mode!r})")
+    if witness is not None:
+        from refqueue.model.invariants import WITNESSES
+
+        if (
+            not isinstance(witness, dict) or set(witness) != {"goal", "world"}
+            or not isinstance(witness["world"], dict) or witness["goal"] not in WITNESSES
+        ):
+            raise ManifestError(
+                f"{where}: witness must be {{\"goal\": one of {sorted(WITNESSES)}, \"world\": {{make_world "
+                f"keyword arguments}}}}, got {witness!r}"
             )
     note = raw.get("note", "")
     if not isinstance(note, str):
@@ -133,6 +153,7 @@ def _entry(spec_dir: Path, where: str, raw: object) -> ConfigEntry:
         workers=workers,
         agreement=agreement,
         note=note,
+        witness=witness,
     )
 
 

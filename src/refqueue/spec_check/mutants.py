@@ -40,11 +40,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -79,6 +82,12 @@ MUTANTS_FILE = "mutants.json"
 SPEC_FILE = "SampleRefQueue.tla"
 LIVENESS_ONLY = "liveness-only"
 DEFAULT_TIMEOUT = 60.0  # seconds per TLC run and per exploration, unless mutants.json says otherwise
+# The agreement config a mutant's graph is compared on, unless mutants.json names one: the small
+# in-process one with two producers, re-puts, crashes and copies, or the deployment's for a mutant
+# of the deployment (one whose killer config is an MCDeployment*).
+DEFAULT_AGREEMENT = "MCAgreementWide"
+DEPLOYMENT_AGREEMENT = "MCDeployment"
+GRAPH_TIMEOUT = 300.0  # seconds for TLC's whole graph of a mutated agreement config (a kill stops early)
 
 
 class MutantError(ValueError):
@@ -87,10 +96,17 @@ class MutantError(ValueError):
 
 @dataclass(frozen=True)
 class TlcKill:
-    """TLC must report ``expected`` violated on ``config`` (``config.tla`` with ``config.cfg``)."""
+    """TLC must report ``expected`` violated on ``config`` (``config.tla`` with ``config.cfg``).
+
+    On a witness config of ``manifest.json`` (``witness`` set: the goal it
+    reaches, e.g. D5's re-put delivered) it is the other way round: the
+    unmutated spec reaches the witness, and the mutant is killed when TLC no
+    longer does (the witness invariant holds everywhere); ``expected`` is the
+    witness's goal name."""
 
     config: str
     expected: str
+    witness: str | None = None  # the config's negated witness invariant, for a witness config
 
     @property
     def module(self) -> str:
@@ -123,6 +139,7 @@ class Mutant:
     tlc: tuple[TlcKill, ...]
     python: PythonKill | None  # None: liveness-only, the explorer cannot kill it
     finding: str = ""  # what the mutant showed about the spec's properties or bounds
+    agreement: str = ""  # the agreement config whose graph the mutated spec is compared on
 
     @property
     def liveness_only(self) -> bool:
@@ -139,12 +156,17 @@ def _text(where: str, raw: dict, key: str, *, empty: bool = False) -> str:
     return value
 
 
-def _mutant(where: str, raw: object, spec_text: str, spec_dir: Path, counterexamples: set[str]) -> Mutant:
+def _mutant(
+    where: str, raw: object, spec_text: str, spec_dir: Path, counterexamples: set[str],
+    witnesses: dict[str, tuple[str, str]], agreements: dict[str, dict],
+) -> Mutant:
     if not isinstance(raw, dict):
         raise MutantError(f"{where} must be a JSON object, got {type(raw).__name__}")
-    unknown = sorted(set(raw) - {"name", "what", "old", "new", "tlc", "python", "finding"})
+    unknown = sorted(set(raw) - {"name", "what", "old", "new", "tlc", "python", "finding", "agreement"})
     if unknown:
-        raise MutantError(f"{where} has unknown keys {unknown}; the known keys are name, what, old, new, tlc, python, finding")
+        raise MutantError(
+            f"{where} has unknown keys {unknown}; the known keys are name, what, old, new, tlc, python, finding, agreement"
+        )
     name = _text(where, raw, "name")
     where = f"{where} ({name})"
     old, new = _text(where, raw, "old"), _text(where, raw, "new", empty=True)
@@ -164,6 +186,14 @@ def _mutant(where: str, raw: object, spec_text: str, spec_dir: Path, counterexam
         if not isinstance(k, dict) or set(k) != {"config", "expected"}:
             raise MutantError(f"{where}: tlc[{i}] must be {{\"config\": NAME, \"expected\": PROPERTY}}, got {k!r}")
         kill = TlcKill(_text(f"{where} tlc[{i}]", k, "config"), _text(f"{where} tlc[{i}]", k, "expected"))
+        if kill.config in witnesses:
+            goal, invariant = witnesses[kill.config]
+            if kill.expected != goal:
+                raise MutantError(
+                    f"{where}: tlc[{i}] names the witness config {kill.config!r}, which reaches {goal!r}; a mutant "
+                    f"is killed there when the witness becomes unreachable, so expected must be {goal!r}"
+                )
+            kill = TlcKill(kill.config, kill.expected, invariant)
         for path in (spec_dir / kill.module, spec_dir / kill.cfg):
             if not path.is_file():
                 raise MutantError(f"{where}: tlc[{i}] names config {kill.config!r}, but {path} does not exist")
@@ -201,16 +231,48 @@ def _mutant(where: str, raw: object, spec_text: str, spec_dir: Path, counterexam
     finding = raw.get("finding", "")
     if not isinstance(finding, str):
         raise MutantError(f"{where}: finding must be a string, got {finding!r}")
-    return Mutant(name, _text(where, raw, "what"), old, new, tuple(tlc), python, finding)
+    default = DEPLOYMENT_AGREEMENT if any(k.config.startswith("MCDeployment") for k in tlc) else DEFAULT_AGREEMENT
+    agreement = raw.get("agreement", default)
+    if agreement not in agreements:
+        raise MutantError(
+            f"{where}: agreement must name a config of manifest.json with an agreement entry "
+            f"({sorted(agreements)}), got {agreement!r}"
+        )
+    return Mutant(name, _text(where, raw, "what"), old, new, tuple(tlc), python, finding, agreement)
+
+
+def _manifest_configs(spec_dir: Path) -> list[dict]:
+    """The manifest's config entries (read leniently: the manifest is checked elsewhere)."""
+    try:
+        data = json.loads((spec_dir / "manifest.json").read_text(encoding="utf-8"))
+        return [c for c in data["configs"] if isinstance(c, dict) and isinstance(c.get("name"), str)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
 
 
 def _counterexample_configs(spec_dir: Path) -> set[str]:
-    """The manifest's counterexample configs (read leniently: the manifest is checked elsewhere)."""
-    try:
-        data = json.loads((spec_dir / "manifest.json").read_text(encoding="utf-8"))
-        return {c["name"] for c in data["configs"] if c.get("mode") == "counterexample"}
-    except (OSError, ValueError, KeyError, TypeError):
-        return set()
+    """The manifest's counterexample configs."""
+    return {c["name"] for c in _manifest_configs(spec_dir) if c.get("mode") == "counterexample"}
+
+
+def _agreement_configs(spec_dir: Path) -> dict[str, dict]:
+    """The manifest's agreement configs: name -> the make_world arguments of its Python graph."""
+    out: dict[str, dict] = {}
+    for c in _manifest_configs(spec_dir):
+        a = c.get("agreement")
+        if isinstance(a, dict) and isinstance(a.get("world"), dict):
+            out[c["name"]] = a["world"]
+    return out
+
+
+def _witness_configs(spec_dir: Path) -> dict[str, tuple[str, str]]:
+    """The manifest's witness configs: name -> (goal, the negated witness invariant TLC finds violated)."""
+    out: dict[str, tuple[str, str]] = {}
+    for c in _manifest_configs(spec_dir):
+        w = c.get("witness")
+        if c.get("mode") == "witness" and isinstance(w, dict) and isinstance(w.get("goal"), str):
+            out[c["name"]] = (w["goal"], str(c.get("expected")))
+    return out
 
 
 def load_mutants(spec_dir: str | Path) -> tuple[list[Mutant], float]:
@@ -232,8 +294,10 @@ def load_mutants(spec_dir: str | Path) -> tuple[list[Mutant], float]:
         raise MutantError(f"{path}: timeout_s must be a number of seconds > 0, got {timeout!r}")
     text = spec.read_text(encoding="utf-8")
     counterexamples = _counterexample_configs(spec_dir)
+    witnesses = _witness_configs(spec_dir)
+    agreements = _agreement_configs(spec_dir)
     mutants = [
-        _mutant(f"{MUTANTS_FILE} mutants[{i}]", raw, text, spec_dir, counterexamples)
+        _mutant(f"{MUTANTS_FILE} mutants[{i}]", raw, text, spec_dir, counterexamples, witnesses, agreements)
         for i, raw in enumerate(data["mutants"])
     ]
     names = [m.name for m in mutants]
@@ -281,6 +345,70 @@ def run_tlc_kill(
     with tempfile.TemporaryDirectory(prefix="refqueue-mutant-") as tmp:
         scratch = write_mutated_spec(spec_dir, mutant, Path(tmp) / "spec")
         return run_tlc(scratch, kill.module, kill.cfg, Path(tmp) / "work", workers=1, timeout=timeout, java=java, jar=jar)
+
+
+@dataclass
+class GraphResult:
+    """The mutated spec's state graph against the unmutated model's, on one agreement config."""
+
+    config: str
+    verdict: str  # "differs" | "same" | "unknown" (TLC gave no complete graph: never counted either way)
+    detail: str = ""
+    seconds: float = 0.0
+
+
+# Held by whoever runs the Python model: a mutant's Python kill patches the model's module
+# attributes for its duration, so no other mutant's exploration or graph may run meanwhile (TLC
+# runs, in their own processes, go on in parallel: ``--jobs``).
+MODEL_LOCK = threading.Lock()
+
+_PROPERTY_SECTIONS = re.compile(r"^\s*(INVARIANTS?|PROPERT(?:Y|IES))\b", re.M)
+
+
+def run_graph_agreement(
+    spec_dir: Path,
+    mutant: Mutant,
+    world_kwargs: dict,
+    *,
+    timeout: float,
+    graphs: dict[str, Any],
+    java: str | None = None,
+    jar: Path | None = None,
+) -> GraphResult:
+    """TLC's whole graph of the mutated spec on ``mutant.agreement`` (its
+    invariants and properties left out, so nothing stops the search), compared
+    with the unmutated Python model's graph of the same world (``graphs``:
+    a cache of those, by config)."""
+    from refqueue.model.explorer import build_graph
+    from refqueue.model.world import make_world
+    from refqueue.spec_check.agreement import AgreementError, compare, read_dot
+
+    config = mutant.agreement
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="refqueue-mutant-graph-") as tmp:
+        scratch = write_mutated_spec(spec_dir, mutant, Path(tmp) / "spec")
+        text = (scratch / f"{config}.cfg").read_text(encoding="utf-8")
+        cut = _PROPERTY_SECTIONS.search(text)
+        graph_cfg = scratch / f"{config}Graph.cfg"
+        graph_cfg.write_text(text[: cut.start()] if cut else text, encoding="utf-8")
+        dot = Path(tmp) / "states.dot"
+        run = run_tlc(scratch, f"{config}.tla", graph_cfg.name, Path(tmp) / "work", workers=1, dump=dot,
+                      timeout=timeout, java=java, jar=jar)
+        if run.outcome != "ok":
+            detail = run.error or f"{run.result} violated"
+            return GraphResult(config, "unknown", f"TLC gave no complete graph: {detail}", time.monotonic() - start)
+        with MODEL_LOCK:  # the model is patched for other mutants' Python kills only under this lock
+            world = make_world(**world_kwargs)
+            if config not in graphs:
+                graphs[config] = build_graph(world)
+            try:
+                result = compare(world, read_dot(dot), graphs[config])
+            except AgreementError as exc:
+                return GraphResult(config, "differs", f"a TLC state the model cannot hold: {exc}", time.monotonic() - start)
+    seconds = time.monotonic() - start
+    if result.ok:
+        return GraphResult(config, "same", result.summary(), seconds)
+    return GraphResult(config, "differs", "; ".join([result.message, *result.details[:3]]), seconds)
 
 
 # -- the Python side --------------------------------------------------------------------
@@ -624,6 +752,72 @@ def _patch_producer_crash_stays_parked() -> Patch:
     return [(A, "abort_put", lambda cfg, state, sid: A.Outcome(state, None, None))]
 
 
+def _patch_deadline_short(call: str) -> Callable[[], Patch]:
+    """``acquire`` or ``extend`` setting the lease's deadline one tick early."""
+
+    def patch() -> Patch:
+        A = _actions()
+        real = getattr(A, call)
+
+        def short(cfg, state, *args):
+            out = real(cfg, state, *args)
+            lease = out.value if call == "acquire" else args[0]
+            if out.error is not None or not (out.value is True or isinstance(out.value, A.ModelLease)):
+                return out
+            i = A.find(out.state, lease.sample_id)
+            rec = out.state.recs[i]
+            return out._replace(state=A._with_rec(out.state, i, rec._replace(deadline=rec.deadline - 1)))
+
+        return [(A, call, short)]
+
+    return patch
+
+
+def _patch_dead_letter_not_listed() -> Patch:
+    A = _actions()
+    real = A._finish
+
+    def _finish(cfg, state, i, status, reason):
+        out = real(cfg, state, i, status, reason)
+        return out._replace(dead=state.dead)
+
+    return [(A, "_finish", _finish)]
+
+
+def _patch_store_put_dedups_completed() -> Patch:
+    A = _actions()
+    real = A.store_put
+
+    def store_put(cfg, state, sid, nbytes):
+        i = A.find(state, sid)
+        from refqueue.model.state import DONE
+
+        if i >= 0 and state.recs[i].status in DONE:
+            return A._reject(state, "duplicate", f"store_put({sid!r}): completed before (dedup for ever)")
+        return real(cfg, state, sid, nbytes)
+
+    return [(A, "store_put", store_put)]
+
+
+def _patch_d8_subtracts_stored() -> Patch:
+    A = _actions()
+    real = A.try_put
+
+    def try_put(cfg, state, sample_id, nbytes=0):
+        # every stored-but-not-enqueued ref counted as if parked, not only the parked ones
+        stored = tuple(sorted(
+            (sid, r.nbytes) for sid, r in zip(state.ids, state.recs)
+            if r.status == A.STORED and sid != sample_id and not any(p[0] == sid for p in state.parked)
+        ))
+        if not stored:
+            return real(cfg, state, sample_id, nbytes)
+        out = real(cfg, state._replace(parked=tuple(sorted(state.parked + stored))), sample_id, nbytes)
+        parked = tuple(p for p in out.state.parked if p not in stored)
+        return out._replace(state=out.state._replace(parked=parked))
+
+    return [(A, "try_put", try_put)]
+
+
 PY_PATCHES: dict[str, Callable[[], Patch]] = {
     "hysteresis-plain-threshold": _patch_try_put(plain_threshold=True),
     "no-backpressure": _patch_try_put(always_admit=True),
@@ -653,6 +847,11 @@ PY_PATCHES: dict[str, Callable[[], Patch]] = {
     "lease-identity-reused": _patch_lease_identity_reused,
     "put-retry-re-enqueues": _patch_put_retry_re_enqueues,
     "ack-retry-commits-again": _patch_ack_retry_commits_again,
+    "acquire-lease-one-tick-short": _patch_deadline_short("acquire"),
+    "extend-lease-one-tick-short": _patch_deadline_short("extend"),
+    "dead-letter-not-listed": _patch_dead_letter_not_listed,
+    "re-put-refused": _patch_store_put_dedups_completed,
+    "d8-subtracts-stored-refs": _patch_d8_subtracts_stored,
 }
 
 
@@ -702,6 +901,12 @@ class PythonResult:
     error: str = ""
 
 
+def _witnesses() -> dict[str, Callable[..., bool]]:
+    from refqueue.model.invariants import WITNESSES
+
+    return WITNESSES
+
+
 def run_python_kill(mutant: Mutant, *, max_seconds: float) -> PythonResult:
     """``explore`` on the mutant's world with its patch in place (``liveness-only``: not run)."""
     if mutant.python is None:
@@ -714,9 +919,15 @@ def run_python_kill(mutant: Mutant, *, max_seconds: float) -> PythonResult:
     except (TypeError, ValueError) as exc:
         return PythonResult("unknown", error=f"python.world is not valid for make_world: {exc}")
     start = time.monotonic()
+    goal = mutant.python.expected if mutant.python.expected in _witnesses() else None
     with patched(mutant.name, mutant.python.extra):
-        result = explore(world, max_seconds=max_seconds)
+        if goal is None:
+            result = explore(world, max_seconds=max_seconds)
+        else:  # a witness: killed when the explorer can no longer reach it
+            result = explore(world, max_seconds=max_seconds, goals={goal: _witnesses()[goal]}, stop_on_violation=False)
     out = PythonResult(result.verdict, sorted(result.violations), result.distinct_states, time.monotonic() - start)
+    if goal is not None and result.verdict != "unknown":
+        out.verdict = "reached" if goal in result.goals else "unreachable"
     if result.verdict == "unknown":
         out.error = result.reason
     if mutant.python.expected is not None and mutant.python.expected in result.violations:
@@ -734,10 +945,16 @@ class TlcResult:
 
     @property
     def killed(self) -> bool:
+        if self.kill.witness is not None:
+            return self.run.outcome == "ok"
         return self.run.outcome == "violation" and self.run.violated == self.kill.expected
 
     @property
     def verdict(self) -> str:
+        if self.kill.witness is not None:
+            if self.run.outcome == "violation":
+                return "reached" if self.run.violated == self.kill.witness else self.run.violated or "?"
+            return "unreachable" if self.run.outcome == "ok" else "unknown"
         if self.run.outcome == "violation":
             return self.run.violated or "?"
         return "no error" if self.run.outcome == "ok" else "unknown"
@@ -748,6 +965,7 @@ class MutantReport:
     mutant: Mutant
     tlc: list[TlcResult]
     python: PythonResult
+    graph: GraphResult | None = None  # None: not run (--mutants-without-graphs)
 
     @property
     def python_killed(self) -> bool | None:
@@ -756,6 +974,8 @@ class MutantReport:
             return None
         if self.mutant.python.expected is None:
             return None if self.python.verdict == "ok" else False
+        if self.python.verdict in ("reached", "unreachable"):  # a witness
+            return self.python.verdict == "unreachable"
         return self.python.verdict == "violation" and self.mutant.python.expected in self.python.violated
 
     @property
@@ -767,10 +987,30 @@ class MutantReport:
 
 
 def check_mutant(
-    spec_dir: Path, mutant: Mutant, *, timeout: float, java: str | None = None, jar: Path | None = None
+    spec_dir: Path,
+    mutant: Mutant,
+    *,
+    timeout: float,
+    java: str | None = None,
+    jar: Path | None = None,
+    graphs: dict[str, Any] | None = None,
 ) -> MutantReport:
+    """TLC's and the explorer's kills; with ``graphs`` (a cache of the model's
+    graphs, by config) also the mutated spec's graph against the model's."""
     tlc = [TlcResult(k, run_tlc_kill(spec_dir, mutant, k, timeout=timeout, java=java, jar=jar)) for k in mutant.tlc]
-    return MutantReport(mutant, tlc, run_python_kill(mutant, max_seconds=timeout))
+    with MODEL_LOCK:
+        python = run_python_kill(mutant, max_seconds=timeout)
+    report = MutantReport(mutant, tlc, python)
+    if graphs is not None:
+        world = _agreement_configs(spec_dir)[mutant.agreement]
+        report.graph = run_graph_agreement(
+            spec_dir, mutant, world, timeout=max(timeout, GRAPH_TIMEOUT), graphs=graphs, java=java, jar=jar
+        )
+    return report
+
+
+def _expected(kill: TlcKill) -> str:
+    return f"{kill.expected} unreachable" if kill.witness is not None else kill.expected
 
 
 def _python_cell(r: MutantReport) -> tuple[str, str, str, str]:
@@ -779,24 +1019,30 @@ def _python_cell(r: MutantReport) -> tuple[str, str, str, str]:
     p = r.python
     if p.verdict == "violation":
         verdict = r.mutant.python.expected if r.python_killed else ",".join(p.violated)
+    elif p.verdict in ("reached", "unreachable"):
+        verdict = p.verdict
     else:
         verdict = "no error" if p.verdict == "ok" else "unknown"
     if r.mutant.python.expected is None:
         return ("- (known gap)", verdict, f"{p.seconds:.1f}", "gap" if r.python_killed is None else "UPDATE")
-    return (r.mutant.python.expected, verdict, f"{p.seconds:.1f}", "yes" if r.python_killed else "NO")
+    expected = r.mutant.python.expected
+    if p.verdict in ("reached", "unreachable"):
+        expected += " unreachable"
+    return (expected, verdict, f"{p.seconds:.1f}", "yes" if r.python_killed else "NO")
 
 
 def _table(reports: list[MutantReport]) -> list[str]:
     head = ("mutant", "config", "expected", "TLC verdict", "states", "seconds", "killed",
-            "python expected", "python verdict", "py s", "py killed")
+            "python expected", "python verdict", "py s", "py killed", "graph vs model")
     rows = [head]
     for r in reports:
         py = _python_cell(r)
         for j, t in enumerate(r.tlc):
             states = "-" if t.run.distinct_states is None else f"{t.run.distinct_states:,}"
-            cells = (r.mutant.name if j == 0 else "", t.kill.config, t.kill.expected, t.verdict, states,
+            cells = (r.mutant.name if j == 0 else "", t.kill.config, _expected(t.kill), t.verdict, states,
                      f"{t.run.seconds:.1f}", "yes" if t.killed else "NO")
-            rows.append(cells + (py if j == 0 else ("",) * 4))
+            graph = "-" if r.graph is None else f"{r.graph.verdict} ({r.graph.config})"
+            rows.append(cells + (py + (graph,) if j == 0 else ("",) * 5))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
@@ -809,6 +1055,37 @@ def _select(mutants: list[Mutant], names: list[str]) -> list[Mutant]:
     if unknown:
         raise MutantError(f"unknown mutant {unknown}; {MUTANTS_FILE} lists {sorted(known)}")
     return [known[n] for n in dict.fromkeys(names)]
+
+
+def _print_report(i: int, n: int, report: MutantReport, out: TextIO) -> None:
+    mutant = report.mutant
+    print(f"[{i}/{n}] {mutant.name}: {mutant.what}", file=out, flush=True)
+    for t in report.tlc:
+        print(f"    TLC {t.kill.config}: {t.verdict} ({t.run.distinct_states} states, {t.run.seconds:.1f} s), "
+              f"expected {_expected(t.kill)}: {'killed' if t.killed else 'SURVIVED'}", file=out, flush=True)
+        if t.run.outcome == "unknown":
+            print(f"        {t.run.error}", file=out)
+    if mutant.python is None:
+        print("    Python: liveness-only (the explorer checks safety only)", file=out, flush=True)
+    else:
+        p = report.python
+        found = p.verdict if p.verdict in ("reached", "unreachable") else ", ".join(p.violated) if p.violated else p.verdict
+        if mutant.python.expected is None:
+            verdict = ("survives, a known gap: " + mutant.python.survives if report.python_killed is None
+                       else "the known gap is gone: update python in mutants.json")
+            expected = "nothing"
+        else:
+            verdict = "killed" if report.python_killed else "SURVIVED"
+            expected = mutant.python.expected + (" unreachable" if p.verdict in ("reached", "unreachable") else "")
+        print(f"    Python explore({mutant.python.world}): {found} ({p.states} states, {p.seconds:.1f} s), "
+              f"expected {expected}: {verdict}", file=out, flush=True)
+        if p.error:
+            print(f"        {p.error}", file=out)
+    if report.graph is not None:
+        g = report.graph
+        says = {"differs": "the graph DIFFERS from the model's", "same": "the same graph as the model's",
+                "unknown": "not compared"}[g.verdict]
+        print(f"    agreement {g.config}: {says} ({g.seconds:.1f} s): {g.detail}", file=out, flush=True)
 
 
 def run_mutants(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -839,32 +1116,20 @@ def run_mutants(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(f"check-spec --mutants: mutant-killing config(s) fail on the unmutated spec, so they prove nothing: "
               f"{'; '.join(bad)}", file=out)
         return 1
-    reports: list[MutantReport] = []
-    for i, mutant in enumerate(mutants, 1):
-        print(f"[{i}/{len(mutants)}] {mutant.name}: {mutant.what}", file=out, flush=True)
-        report = check_mutant(spec_dir, mutant, timeout=timeout, java=java, jar=jar)
-        for t in report.tlc:
-            print(f"    TLC {t.kill.config}: {t.verdict} ({t.run.distinct_states} states, {t.run.seconds:.1f} s), "
-                  f"expected {t.kill.expected}: {'killed' if t.killed else 'SURVIVED'}", file=out, flush=True)
-            if t.run.outcome == "unknown":
-                print(f"        {t.run.error}", file=out)
-        if mutant.python is None:
-            print("    Python: liveness-only (the explorer checks safety only)", file=out, flush=True)
-        else:
-            p = report.python
-            found = ", ".join(p.violated) if p.violated else p.verdict
-            if mutant.python.expected is None:
-                verdict = ("survives, a known gap: " + mutant.python.survives if report.python_killed is None
-                           else "the known gap is gone: update python in mutants.json")
-                expected = "nothing"
-            else:
-                verdict = "killed" if report.python_killed else "SURVIVED"
-                expected = mutant.python.expected
-            print(f"    Python explore({mutant.python.world}): {found} ({p.states} states, {p.seconds:.1f} s), "
-                  f"expected {expected}: {verdict}", file=out, flush=True)
-            if p.error:
-                print(f"        {p.error}", file=out)
-        reports.append(report)
+    graphs: dict[str, Any] | None = None if getattr(args, "mutants_without_graphs", False) else {}
+    jobs = max(1, int(getattr(args, "workers", 1) or 1))  # TLC runs one worker per mutant: --workers mutants at once
+    print(f"{len(mutants)} mutant(s), {jobs} at a time (TLC runs in parallel, the Python model one at a time)",
+          file=out, flush=True)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [
+            pool.submit(check_mutant, spec_dir, mutant, timeout=timeout, java=java, jar=jar, graphs=graphs)
+            for mutant in mutants
+        ]
+        reports: list[MutantReport] = []
+        for i, future in enumerate(futures, 1):
+            report = future.result()
+            _print_report(i, len(mutants), report, out)
+            reports.append(report)
     print(file=out)
     for line in _table(reports):
         print(line, file=out)

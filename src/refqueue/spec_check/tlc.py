@@ -98,6 +98,8 @@ class TlcRun:
     returncode: int | None = None
     output: str = ""
     command: list[str] = field(default_factory=list)
+    # TLC's action coverage (-coverage): action -> (distinct states it found, states it generated)
+    coverage: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def trace_states(self) -> int:
@@ -125,6 +127,10 @@ _TRACE_END = re.compile(
     r"^([\d,]+ states generated|Finished checking temporal properties|The depth of|Progress\(|Finished in )"
 )
 _TRACE_STATE = re.compile(r"^State \d+:")
+# A line of TLC's coverage report for one action: "<Acquire line 466, col 1 to line 466, col 10 of
+# module SampleRefQueue>: 2666:2666" (distinct states found, states generated); TLC prints the
+# report again at the end, and the last one counts.
+_COVERAGE = re.compile(r"^<(\w+) line \d+, col \d+ to line \d+, col \d+ of module \w+>: (\d+):(\d+)$")
 
 
 def _int(text: str) -> int:
@@ -172,6 +178,10 @@ def parse_output(text: str, properties: list[str] | None = None) -> TlcRun:
             continue
         if line.startswith("Error:"):
             errors.append(line)
+            continue
+        m = _COVERAGE.match(line)
+        if m:
+            run.coverage[m.group(1)] = (int(m.group(2)), int(m.group(3)))
     while run.trace and not run.trace[-1].strip():
         run.trace.pop()
     while run.trace and not run.trace[0].strip():
