@@ -1,7 +1,9 @@
 """``refqueue report LOG [LOG ...] --html out.html``: one self-contained page.
 
-The page draws a recorded event log with inline SVG (no script, no network,
-no external file): residency over time with the high/low band and the paused
+The page opens with the diagnosis (``refqueue.diagnose`` of the metrics at
+the log's last record: what is wrong, with the evidence), then draws the
+recorded event log with inline SVG (no script, no network, no external
+file): residency (MB, the last reading held to the log's end) over time with the high/low band and the paused
 intervals shaded; acquire/ack/fail/reclaim rates; the lease-age histogram;
 redeliveries and dead letters over time; producer-blocked vs consumer-idle
 time (which side is the bottleneck); and the metrics snapshot as a table.
@@ -72,7 +74,8 @@ def _scale(lo: float, hi: float, a: float, b: float):  # type: ignore[no-untyped
     return lambda v: a + (v - lo) / span * (b - a)
 
 
-def _axes(x0: float, x1: float, y0: float, y1: float, xlabel: str, ylabel: str, xticks: bool = True) -> list[str]:
+def _axes(x0: float, x1: float, y0: float, y1: float, xlabel: str, ylabel: str, xticks: bool = True,
+          yfmt=lambda v: f"{v:.3g}") -> list[str]:  # type: ignore[no-untyped-def]
     parts = [
         f'<line x1="{PAD_L}" y1="{H - PAD_B}" x2="{W - PAD_R}" y2="{H - PAD_B}" stroke="#333"/>',
         f'<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{H - PAD_B}" stroke="#333"/>',
@@ -87,7 +90,7 @@ def _axes(x0: float, x1: float, y0: float, y1: float, xlabel: str, ylabel: str, 
         sy = H - PAD_B - (H - PAD_T - PAD_B) * k / 4
         if xticks:
             parts.append(f'<text x="{sx:.1f}" y="{H - PAD_B + 13}" font-size="10" text-anchor="middle">{xv:.3g}</text>')
-        parts.append(f'<text x="{PAD_L - 4}" y="{sy + 3:.1f}" font-size="10" text-anchor="end">{yv:.3g}</text>')
+        parts.append(f'<text x="{PAD_L - 4}" y="{sy + 3:.1f}" font-size="10" text-anchor="end">{yfmt(yv)}</text>')
     return parts
 
 
@@ -124,6 +127,7 @@ def _polyline(points: list[tuple[float, float]], color: str, sx, sy, step: bool 
 def render_html(records: list[dict[str, Any]], bins: int = 60, title: str = "event log",
                 queue: int | None = None) -> str:
     """The page for queue number ``queue`` (default: the first queue opened in the log)."""
+    from refqueue.diagnosis import diagnose
     from refqueue.metrics import Metrics
 
     queue_records = sorted((r for r in records if "q" in r and r.get("t") is not None),
@@ -145,6 +149,13 @@ def render_html(records: list[dict[str, Any]], bins: int = 60, title: str = "eve
     store_records = sorted((r for r in records if "s" in r and r.get("pid") == first.get("pid")),
                            key=lambda r: r.get("seq", 0))
     metrics = Metrics.from_records(records).snapshot(first.get("q"), first.get("pid"))
+    # what is wrong at the log's end; "growing" compares with the snapshot at three quarters of the span
+    earlier = [r for r in records if r.get("t") is None or "q" not in r or r["t"] <= t0 + 0.75 * span]
+    try:
+        previous = Metrics.from_records(earlier).snapshot(first.get("q"), first.get("pid"))
+    except ValueError:
+        previous = None
+    conditions = diagnose(metrics, previous)
 
     # residency: store records where the store logs, else the queue's health reads
     seq_t = {r["seq"]: r["t"] - t0 for r in mine}
@@ -158,6 +169,8 @@ def render_html(records: list[dict[str, Any]], bins: int = 60, title: str = "eve
             resident.append((seq_t[seqs[i]] if i >= 0 else 0.0, r["resident_bytes"]))
     if not resident:
         resident = [(r["t"] - t0, r["resident_bytes"]) for r in mine if "resident_bytes" in r]
+    if resident and resident[-1][0] < span:
+        resident.append((span, resident[-1][1]))  # the last reading holds to the log's end
     paused_spans: list[tuple[float, float]] = []
     since = None
     for r in mine:
@@ -189,10 +202,14 @@ body {{ font-family: sans-serif; margin: 24px; color: #222; max-width: 820px; }}
 h1 {{ font-size: 20px; }} h2 {{ font-size: 16px; margin-bottom: 2px; }}
 .note {{ font-size: 12px; color: #555; margin-top: 0; }}
 svg.plot {{ border: 1px solid #ddd; background: #fff; display: block; }}
+.diagnosis {{ border: 2px solid #d62728; background: #fff5f5; padding: 8px 12px; }}
+.diagnosis.ok {{ border-color: #2ca02c; background: #f5fff5; }}
+.diagnosis h2 {{ margin-top: 0; }} .diagnosis li {{ margin-bottom: 6px; }}
 table {{ border-collapse: collapse; font-size: 12px; }} td {{ border: 1px solid #ddd; padding: 2px 8px; }}
 </style></head>
 <body>
 <h1>refqueue report: {html.escape(title)}</h1>
+{_diagnosis_section(conditions)}
 <p class="note">queue epoch {html.escape(str(first.get("epoch")))}, store {html.escape(str(first.get("store")))};
 {len(mine)} queue records over {span:.3f} s of queue clock; bottleneck: <b id="bottleneck">{html.escape(metrics["bottleneck"])}</b>
 (producers blocked {metrics["producer_blocked_seconds"]:.3f} s, consumers waited on an empty queue
@@ -203,6 +220,21 @@ table {{ border-collapse: collapse; font-size: 12px; }} td {{ border: 1px solid 
 """
 
 
+def _diagnosis_section(conditions) -> str:  # type: ignore[no-untyped-def]
+    """What is wrong at the log's end (``refqueue.diagnose``), first on the page."""
+    if not conditions:
+        return ('<section class="diagnosis ok" id="diagnosis"><h2>Diagnosis: no condition found</h2>'
+                '<p class="note">none of refqueue.diagnose\'s conditions holds at the log\'s last record</p></section>')
+    items = "".join(f'<li class="condition" data-name="{html.escape(c.name)}"><b>{html.escape(c.title)}</b><br>'
+                    f'{html.escape(c.detail)}</li>' for c in conditions)
+    return (f'<section class="diagnosis" id="diagnosis"><h2>Diagnosis: {len(conditions)} condition(s) at the '
+            f'log\'s last record</h2><ul>{items}</ul></section>')
+
+
+def _mb(v: float) -> str:
+    return f"{v / 1e6:.3g}"
+
+
 def _fmt(v: Any) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
@@ -211,7 +243,7 @@ def _residency_plot(points, paused, high, low, span) -> tuple[str, str, str]:  #
     top = max([p[1] for p in points] + [high or 0, 1])
     sx = _scale(0.0, span, PAD_L, W - PAD_R)
     sy = _scale(0.0, top * 1.05, H - PAD_B, PAD_T)
-    parts = _axes(0.0, span, 0.0, top * 1.05, "time (s)", "resident bytes")
+    parts = _axes(0.0, span, 0.0, top * 1.05, "time (s)", "resident MB", yfmt=_mb)
     for a, b in paused:
         parts.append(f'<rect class="paused" x="{sx(a):.1f}" y="{PAD_T}" width="{max(1.0, sx(b) - sx(a)):.1f}" '
                      f'height="{H - PAD_T - PAD_B}" fill="#d62728" fill-opacity="0.15"/>')
@@ -221,7 +253,7 @@ def _residency_plot(points, paused, high, low, span) -> tuple[str, str, str]:  #
         for v, label in ((high, "high"), (low, "low")):
             parts.append(f'<line x1="{PAD_L}" x2="{W - PAD_R}" y1="{sy(v):.1f}" y2="{sy(v):.1f}" stroke="#2ca02c" '
                          f'stroke-dasharray="4 3"/><text x="{W - PAD_R - 2}" y="{sy(v) - 2:.1f}" font-size="10" '
-                         f'text-anchor="end">{label} {v}</text>')
+                         f'text-anchor="end">{label} {_mb(v)} MB</text>')
     parts.append(_polyline(_thin(points, span), COLORS["resident"], sx, sy, step=True))
     note = (f"{len(points)} residency readings; green band: low..high watermarks; red: paused intervals "
             f"({len(paused)})." if points else "no residency readings in this log (no store events, no blocking puts)")

@@ -11,8 +11,12 @@ its start.  ``--iterations N`` stops after N redraws (0: until Ctrl-C).
 A live view never dies of its input: a line that is not UTF-8, not one JSON
 object, nested too deeply, or not a record ``refqueue.events`` writes
 (``refqueue.event_records.problem``), and a record the metrics cannot fold,
-is skipped and counted on the screen ("N malformed lines skipped").  A
-line longer than ``MAX_LINE`` bytes without its end is dropped as one.
+is skipped, counted and shown on the screen ("N malformed lines skipped;
+the last: line L: why").  A line longer than ``MAX_LINE`` bytes without its
+end is dropped as one.  Started before the log exists, it waits for it.
+The screen opens with the diagnosis (``refqueue.diagnose`` of the metrics at
+the last record) and says how long ago the last record came: values that
+stop changing while that grows mean the writer stopped writing (or died).
 """
 
 from __future__ import annotations
@@ -51,6 +55,12 @@ class _Follower:
         self._inode: int | None = None
         self._partial = b""
         self.skipped = 0
+        self.line = 0  # lines read from the current file
+        self.last_problem: str | None = None  # the last malformed line: where and why
+
+    def skip(self, why: str) -> None:
+        self.skipped += 1
+        self.last_problem = f"line {self.line}: {why}"
 
     def read(self) -> list[dict[str, Any]]:
         try:
@@ -65,30 +75,33 @@ class _Follower:
             self._file = open(self.path, "rb")
             self._inode = info.st_ino
             self._partial = b""
+            self.line = 0
         data = self._partial + self._file.read()
         lines = data.split(b"\n")
         self._partial = lines.pop()  # an unfinished last line waits for the next read
         if len(self._partial) > MAX_LINE:
             self._partial = b""
-            self.skipped += 1
+            self.line += 1
+            self.skip(f"longer than {MAX_LINE} bytes")
         records = []
         for line in lines:
+            self.line += 1
             if not line.strip():
                 continue
             try:
                 record = json.loads(line.decode("utf-8"))
-            except (ValueError, RecursionError):  # not UTF-8, not JSON, too deep; a torn line of a rotated file
-                self.skipped += 1
+            except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, too deep; a torn line
+                self.skip(f"not one JSON object ({type(exc).__name__})")
                 continue
             if type(record) is not dict:
-                self.skipped += 1
+                self.skip(f"a JSON {type(record).__name__}, not an object")
                 continue
             records.append(record)
         return records
 
 
 def render(snapshot: dict[str, Any], previous: dict[str, Any] | None, interval: float, log: str,
-           skipped: int = 0) -> str:
+           skipped: int = 0, *, last_record_age: float | None = None, last_problem: str | None = None) -> str:
     def rate(key: str) -> str:
         if previous is None or interval <= 0:
             return "     -"
@@ -97,9 +110,21 @@ def render(snapshot: dict[str, Any], previous: dict[str, Any] | None, interval: 
     high, low = snapshot["high_watermark_bytes"], snapshot["low_watermark_bytes"]
     band = "" if high is None else f"  (low {low:,} / high {high:,})"
     ages = snapshot["lease_age_seconds"]
-    lines = [
-        f"refqueue top  {log}  {time.strftime('%H:%M:%S')}",
+    from refqueue.diagnosis import diagnose
+
+    age = "no record yet" if last_record_age is None else f"last record {last_record_age:.1f} s ago"
+    conditions = diagnose(snapshot, previous)
+    lines = [f"refqueue top  {log}  {time.strftime('%H:%M:%S')}  ({age})", ""]
+    if conditions:
+        for c in conditions:
+            lines += [f"!! {c.title}", f"   {c.detail}"]
+    else:
+        lines.append("diagnosis: no condition found")
+    lines += [
         "",
+        f"producers blocked {snapshot.get('producers_blocked', 0)} (parking "
+        f"{snapshot.get('parked_bytes', 0) / 1e6:.3g} MB)   leases past deadline "
+        f"{snapshot.get('leases_past_deadline', 0)}   older than the timeout {snapshot.get('leases_older_than_timeout', 0)}",
         f"pending {snapshot['pending']:>8,}   outstanding {snapshot['outstanding']:>8,}   "
         f"{'PAUSED' if snapshot['paused'] else 'running'}",
         f"resident {snapshot['resident_bytes']:>12,} bytes{band}",
@@ -116,7 +141,7 @@ def render(snapshot: dict[str, Any], previous: dict[str, Any] | None, interval: 
         f"consumers idle {snapshot['consumer_empty_wait_seconds']:.3f} s -> bottleneck: {snapshot['bottleneck']}",
     ]
     if skipped:
-        lines.append(f"{skipped:,} malformed lines skipped")
+        lines.append(f"{skipped:,} malformed lines skipped" + (f"; the last: {last_problem}" if last_problem else ""))
     return printable("\n".join(lines)) + "\n"
 
 
@@ -131,31 +156,35 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.iterations < 0:
         print(f"refqueue top: --iterations must be >= 0, got {args.iterations}", file=sys.stderr)
         return 2
-    if not os.path.exists(args.log):
-        print(f"refqueue top: {args.log}: no such file; pass the file a JsonlSink writes", file=sys.stderr)
-        return 2
     follower = _Follower(args.log)
     metrics = Metrics()
     previous = None
     shown = 0
-    skipped = 0
+    last_record_at: float | None = None  # time.monotonic() when the last record came
     try:
         while True:
             for record in follower.read():
-                if problem(record) is not None:
-                    skipped += 1
+                last_record_at = time.monotonic()
+                why = problem(record)
+                if why is not None:
+                    follower.skipped += 1
+                    follower.last_problem = f"record seq {record.get('seq')!r}: {why}"
                     continue
                 try:
                     metrics.write(record)
-                except (KeyError, TypeError, ValueError, ArithmeticError):
-                    skipped += 1  # a record the metrics cannot fold
+                except (KeyError, TypeError, ValueError, ArithmeticError) as exc:  # a record the metrics cannot fold
+                    follower.skipped += 1
+                    follower.last_problem = f"record seq {record.get('seq')!r}: {exc!r}"
+            age = None if last_record_at is None else time.monotonic() - last_record_at
             try:
                 snapshot = metrics.snapshot()
             except ValueError:
-                view = printable(f"refqueue top  {args.log}: waiting for a queue's open record") + "\n"
+                wait_for = "the file to appear" if not os.path.exists(args.log) else "a queue's open record"
+                view = printable(f"refqueue top  {args.log}: waiting for {wait_for}") + "\n"
                 snapshot = None
             else:
-                view = render(snapshot, previous, args.interval, args.log, skipped + follower.skipped)
+                view = render(snapshot, previous, args.interval, args.log, follower.skipped,
+                              last_record_age=age, last_problem=follower.last_problem)
             out.write(view if args.no_clear else CLEAR + view)
             out.flush()
             previous = snapshot

@@ -100,3 +100,39 @@ def test_a_healthy_run_gets_no_diagnosis(tmp_path):
     assert end["producers_blocked"] == 0 and end["leases_past_deadline"] == 0
     assert diagnose(end) == []
     assert diagnose(Metrics.from_records(read_jsonl([run.log_path])).snapshot()) == []
+
+
+def _report(run):
+    from refqueue.report import render_html
+
+    run._log.sinks[1].flush()
+    return render_html(read_jsonl([run.log_path]), title=run.log_path.name)
+
+
+def test_the_report_of_each_stuck_run_opens_with_its_diagnosis(tmp_path):
+    for build, expected in ((run_a, "producers blocked on backpressure while consumers hold 1 leases older than "
+                                    "the timeout"),
+                            (run_b, "leases past their deadline and no reclaimer running")):
+        run = build(tmp_path / f"{build.__name__}.jsonl")
+        try:
+            page = _report(run)
+        finally:
+            run.finish()
+        body = page.split("<body>", 1)[1]
+        assert body.index('id="diagnosis"') < body.index("<svg")  # the first thing after the title
+        diagnosis = body.split('id="diagnosis"', 1)[1].split("</section>", 1)[0]
+        assert diagnosis.count('class="condition"') == 1 and f"<b>{expected}</b>" in diagnosis
+        assert "resident MB" in page and 'text-anchor="end">high 2.88 MB</text>' in page
+
+
+def test_the_residency_line_reaches_the_end_of_the_log(tmp_path):
+    run = run_a(tmp_path / "run_a.jsonl")  # the last store record at t=0, the log runs to t=15
+    try:
+        page = _report(run)
+    finally:
+        run.finish()
+    residency = page.split('id="residency"', 1)[1].split("</svg>", 1)[0]
+    points = residency.split('points="', 1)[1].split('"', 1)[0].split()
+    from refqueue.report import PAD_R, W
+
+    assert float(points[-1].split(",")[0]) == W - PAD_R  # the last reading drawn to the log's end (t=15)
