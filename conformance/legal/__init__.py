@@ -1,6 +1,6 @@
 """Legal variants: backends that use a freedom the contract gives them (reclaim
-ties in any order, delivery in any order, the seed's API only) and that the
-conformance kit must certify.  ``LEGAL`` lists them as ``module:factory``
+ties in any order, delivery in any order, the seed's API only, a consumer
+that polls within the wake bound) and that the conformance kit must certify.  ``LEGAL`` lists them as ``module:factory``
 targets; ``conformance/test_legal.py`` certifies each under the ci profile.
 """
 
@@ -9,4 +9,5 @@ LEGAL = (
     "conformance.legal.tie_any_order:make_newest_first",
     "conformance.legal.random_order:make",
     "conformance.legal.seed_api:make",
+    "conformance.legal.poll_10ms:make",
 )

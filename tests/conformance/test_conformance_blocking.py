@@ -9,8 +9,9 @@ import pytest
 from conformance.mutants._base import BaseQueue, _Entry, factory
 from refqueue.cli import main
 from refqueue.conformance import Capabilities, backend_of
-from refqueue.conformance.blocking import ATTEMPTS, CHECKS, check_blocking
+from refqueue.conformance.blocking import ATTEMPTS, CHECKS, DEFAULT_TRIALS, NAMED_CHECKS, Wakeup, check_blocking
 from refqueue.conformance.certify import certify
+from refqueue.conformance.timing import SPAN, Offsets, distribution, escape, escape_per_call
 
 pytestmark = pytest.mark.torch
 
@@ -26,7 +27,9 @@ def test_a_correct_backend_passes_every_check_within_the_bound(target):
         assert check["what"], (name, check)
         for latency in check.get("latencies_s", ()):
             assert latency <= report.bound, (name, check)
-    assert len(report.checks["acquire-woken-by-put"]["latencies_s"]) == 1  # on time at the first attempt
+    # One measure per trial: each trial on time at its first attempt.
+    assert len(report.checks["acquire-woken-by-put"]["latencies_s"]) == DEFAULT_TRIALS
+    assert report.checks["acquire-woken-by-put"]["runs"] == DEFAULT_TRIALS
     assert report.checks["reclaimer-stops"]["waited_s"] == 0.1  # 10 intervals of 0.01 s
 
 
@@ -56,7 +59,8 @@ def test_a_correct_backend_passes_every_check_within_the_bound(target):
     ],
 )  # fmt: skip
 def test_each_blind_spot_is_caught_by_its_named_check(mutant, check, says):
-    report = check_blocking(f"conformance.mutants.{mutant}:make")
+    # One trial of each check (the timing model's trials are tested below): not caught earlier.
+    report = check_blocking(f"conformance.mutants.{mutant}:make", trials=1)
     assert report.failed_check == check, report.failure
     assert report.failure.startswith(f"blocking phase, check {check}: ")
     assert says in report.failure
@@ -83,7 +87,8 @@ def test_a_late_wakeup_is_measured_again_and_fails_with_each_latency():
     assert report.failed_check == "acquire-woken-by-put"
     latencies = report.checks["acquire-woken-by-put"]["latencies_s"]
     assert len(latencies) == ATTEMPTS and all(0.15 < t < 1.0 for t in latencies), latencies
-    assert f"s after put('w0') returned, past the bound of 0.05 s (in each of {ATTEMPTS} attempts)" in report.failure
+    assert report.failure.startswith("blocking phase, check acquire-woken-by-put: trial 1 of 6: acquire(poll_interval")
+    assert f"s after put('w0') returned, past the bound of 0.05 s (in each of {ATTEMPTS} attempts at the same offset)" in report.failure
     assert check_blocking(backend_of(factory(_LateWake)), bound=0.5, checks=("acquire-woken-by-put",)).ok
 
 
@@ -146,3 +151,125 @@ def test_the_cli_refuses_a_bad_wake_bound(capsys):
         main(["certify", "--wake-bound", "0"])
     assert exit_info.value.code == 2
     assert "argument --wake-bound: 0.0 is not in (0, 3600)" in capsys.readouterr().err
+
+
+# -- the timing model: waking calls at random offsets ---------------------------------------
+
+RANDOMISED = [c.name for c in NAMED_CHECKS if isinstance(c, Wakeup) and c.randomised]
+ACQUIRE_WAKEUPS = [name for name in RANDOMISED if name.startswith("acquire-")]
+
+
+@pytest.mark.parametrize("period_ms", [60, 100, 200])
+def test_an_acquire_that_polls_past_the_bound_is_rejected(period_ms):
+    # With the waking call a fixed 50 ms after the waiter blocked, the 60 ms poll was
+    # always woken about 10 ms after it: every check passed (issue 20).
+    report = check_blocking(f"conformance.mutants.acquire_polls_{period_ms}ms:make")
+    assert report.failed_check in ACQUIRE_WAKEUPS, report.failure
+    assert "past the bound of 0.05 s (in each of 3 attempts at the same offset)" in report.failure, report.failure
+    late = report.checks[report.failed_check]["latencies_s"][-ATTEMPTS:]
+    assert all(0.05 < t < period_ms / 1000 + 0.05 for t in late), late
+
+
+def test_an_acquire_that_polls_within_the_bound_is_legal():
+    report = check_blocking("conformance.legal.poll_10ms:make", checks=tuple(ACQUIRE_WAKEUPS))
+    assert report.ok, report.failure
+    for name in ACQUIRE_WAKEUPS:
+        assert report.checks[name]["trials"] == DEFAULT_TRIALS
+        assert report.checks[name]["wake_latency_s"]["max"] <= 0.05
+
+
+def test_offsets_are_drawn_from_the_seed_and_span_the_range():
+    def draw(seed, check="acquire-woken-by-put", trial=0):
+        offsets = Offsets(seed, check, trial, 0.2)
+        return [offsets.next() for _ in range(200)]
+
+    assert draw(7) == draw(7)  # a re-measurement and a replay draw the same ones
+    assert draw(7) != draw(8) and draw(7) != draw(7, trial=1) and draw(7) != draw(7, check="put-woken-by-close")
+    values = draw(3)
+    assert all(0 <= u <= 0.2 for u in values)
+    assert min(values) < 0.02 and max(values) > 0.18  # across the whole span, not one phase
+
+
+def test_the_escape_probability_is_the_poll_windows_share_of_the_span():
+    # B/P when the span holds whole periods; one B-window per period plus the remainder's share otherwise.
+    assert escape_per_call(0.1, 0.05, 0.2) == pytest.approx(0.5)
+    assert escape_per_call(0.05 * 4 / 3, 0.05, 0.2) == pytest.approx(0.75)
+    assert escape_per_call(0.06, 0.05, 0.2) == pytest.approx((3 * 0.05 + 0.02) / 0.2)
+    assert escape_per_call(0.2, 0.05, 0.2) == pytest.approx(0.25)
+    assert escape_per_call(5.0, 0.05, 0.2) == pytest.approx(0.25)  # one window at most, phase unknown
+    assert escape_per_call(0.01, 0.05, 0.2) == 1.0  # within the bound: legal, never caught
+    assert escape(0.06, 0.05, 0.2, 48) == pytest.approx(0.85**48) and escape(0.06, 0.05, 0.2, 48) < 1e-3
+    with pytest.raises(ValueError, match=r"^period must be a finite number of seconds > 0, got 0$"):
+        escape_per_call(0, 0.05, 0.2)
+    with pytest.raises(ValueError, match=r"^calls must be an int >= 0, got -1$"):
+        escape(0.06, 0.05, 0.2, -1)
+
+
+def test_the_escape_probability_matches_a_simulated_poller():
+    # The geometry, checked by brute force: a poller whose looks are at phase + k*P
+    # answers a waking call returning at t within B iff the next look is within B.
+    import math
+    import random
+
+    rng = random.Random(1)
+    bound, span = 0.05, SPAN * 0.05
+    for period in (0.06, 0.07, 0.1, 0.15, 0.2, 0.35):
+        worst = 0.0
+        for phase in [k * period / 20 for k in range(20)]:
+            hits = 0
+            for _ in range(4000):
+                t = rng.uniform(0, span)
+                next_look = phase + math.ceil((t - phase) / period) * period
+                hits += next_look - t <= bound
+            worst = max(worst, hits / 4000)
+        assert worst <= escape_per_call(period, bound, span) + 0.03, (period, worst)
+        assert worst >= escape_per_call(period, bound, span) - 0.06, (period, worst)
+
+
+def test_the_certificate_reports_each_wakeups_distribution_and_the_escape(tmp_path, capsys):
+    cert = certify(BASE, phases=("blocking",), seed=5)
+    assert cert.passed, cert.failure
+    phase = cert.phases["blocking"]
+    assert set(RANDOMISED) <= set(phase["wake_latency_s"])
+    for name in RANDOMISED:
+        dist = phase["wake_latency_s"][name]
+        assert dist["n"] >= DEFAULT_TRIALS and dist["p50"] <= dist["p99"] <= dist["max"] <= 0.05, (name, dist)
+        assert phase["trials"][name] == DEFAULT_TRIALS
+    timing = phase["timing"]
+    assert timing["seed"] == 5 and timing["offset_span_s"] == 0.2 and timing["trials_per_check"] == DEFAULT_TRIALS
+    assert timing["waking_calls"] == {"acquire": 8 * DEFAULT_TRIALS, "put_blocks_until_below": 4 * DEFAULT_TRIALS}
+    assert timing["escape"]["acquire"]["0.06 s"] == pytest.approx(0.85**48, rel=1e-2)
+    assert timing["escape_per_call"] == {"0.06 s": 0.85, "0.1 s": 0.5, "0.2 s": 0.25}
+    markdown = cert.to_markdown()
+    assert "## Wakeups (blocking, bound 0.05 s)" in markdown
+    assert "| acquire-woken-by-put | 6 | 6 |" in markdown
+    assert "escapes all 48 waking calls with probability at most P = 0.06 s: 0.000409" in markdown
+    rc = main(["certify", BASE, "--phase", "blocking", "--report", str(tmp_path), "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "acquire-woken-by-put       " in out and " 6 trials, 6 wakeups: p50 " in out and ", max " in out
+    assert "acquire polling every P, never woken, escapes its 48 waking calls: P 0.06 s: 0.000409" in out
+
+
+def test_a_polling_failure_replays_with_its_seed_and_offsets():
+    cert = certify("conformance.mutants.acquire_polls_200ms:make", phases=("blocking",), seed=3)
+    assert not cert.passed and cert.failure["check"] in ACQUIRE_WAKEUPS
+    assert f"checks=({cert.failure['check']!r},), seed=3, trials=6)" in cert.counterexample
+    namespace = {}
+    exec(compile(cert.counterexample, "replay", "exec"), namespace)
+    with pytest.raises(AssertionError, match=f"check {cert.failure['check']}: trial "):
+        namespace["test_counterexample"]()
+
+
+def test_seed_and_trials_are_checked():
+    with pytest.raises(ValueError, match=r"^seed must be an int \(the offsets of the waking calls are drawn from it\), got 1.5$"):
+        check_blocking(BASE, seed=1.5)
+    with pytest.raises(ValueError, match=r"^trials must be an int in \[1, 1000\] \(how many times each randomised check runs\), got 0$"):
+        check_blocking(BASE, trials=0)
+
+
+def test_latency_distribution_uses_nearest_rank():
+    assert distribution([]) == {"n": 0}
+    assert distribution([0.3, 0.1, 0.2]) == {"n": 3, "p50": 0.2, "p99": 0.3, "max": 0.3}
+    values = [k / 1000 for k in range(1, 201)]
+    assert distribution(values) == {"n": 200, "p50": 0.1, "p99": 0.198, "max": 0.2}

@@ -140,12 +140,16 @@ from refqueue.conformance.phase import (
 )  # fmt: skip
 from refqueue.conformance.render import replay_module
 from refqueue.conformance.samples import sample_tensors
+from refqueue.conformance.timing import SPAN, Offsets, distribution, escape, escape_per_call
 from refqueue.conformance.wakeups import ATTEMPTS, Attempt, Failed, Late
 
-__all__ = ["ATTEMPTS", "CHECKS", "DEFAULT_BOUND", "NAMED_CHECKS", "PHASE", "BlockingReport", "Wakeup", "check_blocking"]
+__all__ = [
+    "ATTEMPTS", "CHECKS", "DEFAULT_BOUND", "DEFAULT_TRIALS", "NAMED_CHECKS", "PHASE", "PERIODS", "BlockingReport",
+    "Wakeup", "check_blocking",
+]  # fmt: skip
 
 DEFAULT_BOUND = 0.05  # seconds from a waking call's return to the woken call's return
-BlockingReport = ChecksReport
+DEFAULT_TRIALS = 6  # trials of each randomised check (the ci profile's wake_trials)
 # The checks that drive the pause and the resume with one-step puts (abort_when=lambda: True)
 # need abort_when; the reclaim checks need the injected clock to pass a deadline.
 _STEPS = ("abort_when",)
@@ -155,7 +159,23 @@ _RECLAIMER = ("reclaimer", "injected_clock")
 @dataclass(frozen=True)
 class Wakeup(Check):
     """A check that measures a wakeup against the bound (measured again, up to
-    ``ATTEMPTS`` times, when it came late); its run returns the latency."""
+    ``ATTEMPTS`` times, when it came late); its run returns the latency.  A
+    ``randomised`` one makes its waking calls after random offsets and runs
+    ``trials`` times (``refqueue.conformance.timing``); the others measure an
+    interval and run once."""
+
+    randomised: bool = True
+
+
+@dataclass
+class BlockingReport(ChecksReport):
+    """A ``ChecksReport`` with the timing model's setting: the seed of the
+    offsets, the trials of each randomised check and the span of the offsets
+    (seconds)."""
+
+    seed: int = 0
+    trials: int = 1
+    span: float = 0.0
 
 
 NAMED_CHECKS: tuple[Check, ...] = (
@@ -185,6 +205,7 @@ NAMED_CHECKS: tuple[Check, ...] = (
         "acquire-times-out",
         "acquire(poll_interval=4 * bound) on the empty open queue returns None after its interval, within the bound",
         consumers.acquire_times_out,
+        randomised=False,  # it measures an interval: no waking call
     ),
     Wakeup(
         "acquire-woken-by-drain",
@@ -294,15 +315,26 @@ def check_blocking(
     *,
     bound: float = DEFAULT_BOUND,
     checks: Sequence[str] = CHECKS,
-) -> ChecksReport:
+    seed: int = 0,
+    trials: int = DEFAULT_TRIALS,
+) -> BlockingReport:
     """Run ``checks`` (a subset of ``CHECKS``, in that order) on fresh queues of
-    ``backend``; stop at the first failure.  See the module docstring."""
+    ``backend``; stop at the first failure.  Each randomised check runs
+    ``trials`` trials, its waking calls after offsets drawn from ``seed``
+    (``refqueue.conformance.timing``).  See the module docstring."""
     if isinstance(backend, str):
         backend = load_backend(backend)
     if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0 < bound < 3600:
         raise ValueError(f"bound must be a number of seconds in (0, 3600), got {bound!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an int (the offsets of the waking calls are drawn from it), got {seed!r}")
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 1000:
+        raise ValueError(
+            f"trials must be an int in [1, 1000] (how many times each randomised check runs), got {trials!r}"
+        )
     chosen = select_checks(CHECKS, checks)
-    report = ChecksReport(bound=float(bound))
+    span = SPAN * float(bound)
+    report = BlockingReport(bound=float(bound), seed=seed, trials=trials, span=span)
     sample_tensors(1, 0)  # imports torch now, not inside the first check's time
     started = time.perf_counter()
     for check in NAMED_CHECKS:
@@ -314,42 +346,97 @@ def check_blocking(
             report.not_run[name] = reason
             continue
         wakeup = isinstance(check, Wakeup)
+        randomised = wakeup and check.randomised
         began = time.perf_counter()
-        latencies: list[float] = []
+        measured_latencies: list[float] = []  # what each attempt's run returned (the check's own measure)
+        wakes: list[float] = []  # every wakeup the attempts measured
+        waking_calls: dict[str, int] = {}
         waited: float | None = None
         failure = None
-        for _ in range(ATTEMPTS if wakeup else 1):
-            attempt = Attempt(backend, name, float(bound))
-            try:
-                measured = check.run(attempt)
-                if wakeup:
-                    latencies.append(measured)
-                else:
-                    waited = measured
-                failure = None
-            except Late as late:
-                latencies.append(late.latency)
-                failure = str(late)
-                continue  # measured again on a fresh queue
-            except Failed as failed:
-                failure = str(failed)
-            except Exception as exc:  # noqa: BLE001 - e.g. the factory refused the check's watermarks
-                failure = f"{type(exc).__name__}: {exc}"
-            finally:
-                report.steps += attempt.steps
-                attempt.finish()
-            break
-        report.checks[name] = {"what": check.what, "seconds": round(time.perf_counter() - began, 3)}
+        runs = 0
+        for trial in range(trials if randomised else 1):
+            for _ in range(ATTEMPTS if wakeup else 1):
+                offsets = Offsets(seed, name, trial, span) if randomised else None  # the same at each attempt
+                attempt = Attempt(backend, name, float(bound), offsets)
+                runs += 1
+                try:
+                    measured = check.run(attempt)
+                    if wakeup:
+                        measured_latencies.append(measured)
+                    else:
+                        waited = measured
+                    failure = None
+                except Late as late:
+                    measured_latencies.append(late.latency)
+                    failure = f"trial {trial + 1} of {trials if randomised else 1}: {late}"
+                    continue  # measured again on a fresh queue, at the same offsets
+                except Failed as failed:
+                    failure = str(failed)
+                except Exception as exc:  # noqa: BLE001 - e.g. the factory refused the check's watermarks
+                    failure = f"{type(exc).__name__}: {exc}"
+                finally:
+                    report.steps += attempt.steps
+                    wakes += attempt.latencies
+                    attempt.finish()
+                break
+            for wakes_of, n in attempt.waking_calls.items():  # the trial's last attempt: one per trial
+                waking_calls[wakes_of] = waking_calls.get(wakes_of, 0) + n
+            if failure is not None:
+                break
+        entry: dict[str, Any] = {"what": check.what, "seconds": round(time.perf_counter() - began, 3)}
+        report.checks[name] = entry
         if wakeup:
-            report.checks[name]["latencies_s"] = [round(t, 4) for t in latencies]
+            entry["latencies_s"] = [round(t, 4) for t in measured_latencies]
+            entry["wake_latency_s"] = distribution(wakes)
+            entry["trials"] = trial + 1 if randomised else 1
+            entry["runs"] = runs
+            if randomised:
+                entry["waking_calls"] = waking_calls
         elif waited is not None:
-            report.checks[name]["waited_s"] = round(waited, 3)
+            entry["waited_s"] = round(waited, 3)
         if failure is not None:
             report.failure = f"blocking phase, check {name}: {failure}"
             report.failed_check = name
             break
     report.seconds = time.perf_counter() - started
     return report
+
+
+PERIODS = (1.2, 2.0, 4.0)  # poll periods, in bounds, whose escape probability the certificate states
+# The blocked calls whose waking calls the escape probability counts (abort_when is polled at the
+# producer's poll_interval by design, so its waking calls say nothing of a poll period).
+POLLED = ("acquire", "put_blocks_until_below")
+
+
+def timing(report: BlockingReport) -> dict[str, Any]:
+    """The certificate's statement of the timing model: the offsets, the waking
+    calls each blocked call had to answer and, for a backend whose blocked
+    call polls every ``P`` (``P`` of ``PERIODS`` bounds) with no wakeup, the
+    most probability with which it escapes one waking call and all of them."""
+    bound, span = float(report.bound or DEFAULT_BOUND), report.span
+    calls: dict[str, int] = {}
+    for entry in report.checks.values():
+        for wakes, n in entry.get("waking_calls", {}).items():
+            if wakes in POLLED:
+                calls[wakes] = calls.get(wakes, 0) + n
+    periods = [round(k * bound, 6) for k in PERIODS]
+    return {
+        "seed": report.seed,
+        "trials_per_check": report.trials,
+        "offset_span_s": round(span, 6),
+        "waking_calls": calls,
+        "escape_per_call": {f"{p} s": round(escape_per_call(p, bound, span), 4) for p in periods},
+        "escape": {
+            wakes: {f"{p} s": float(f"{escape(p, bound, span, n):.3g}") for p in periods} for wakes, n in calls.items()
+        },
+        "model": (
+            f"each waking call after a random offset, uniform in [0, {round(span, 6)}] s once the waiter is blocked; "
+            f"a call that polls every P > {bound} s and is never woken escapes one waking call with probability at "
+            f"most (floor(L/P)*B + min(B, L mod P))/L (B/P when P divides L; L = {round(span, 6)} s, B = {bound} s), "
+            f"and all N of them with that to the power N; for a poller whose period counts from its own call (a late "
+            f"wakeup is measured again at the same offsets, {ATTEMPTS} times at most); see refqueue.conformance.timing"
+        ),
+    }
 
 
 class BlockingPhase(PhaseBase):
@@ -360,15 +447,21 @@ class BlockingPhase(PhaseBase):
     def run(self, context: Context) -> PhaseResult:
         bar = context.progress
         bar.start("blocking", len(CHECKS))
-        report = check_blocking(context.backend, bound=context.profile.wake_bound)
+        report = check_blocking(
+            context.backend, bound=context.profile.wake_bound, seed=context.seed, trials=context.profile.wake_trials
+        )
         bar.update(len(report.checks) + len(report.not_run), "checks")
         checks = report.checks
         latencies = [t for c in checks.values() for t in c.get("latencies_s", ())]
+        latencies += [c["wake_latency_s"]["max"] for c in checks.values() if c.get("wake_latency_s", {}).get("n")]
         counts = checks_counts(
             report,
             bounded=True,
             latencies_s={name: c["latencies_s"] for name, c in checks.items() if "latencies_s" in c},
+            wake_latency_s={name: c["wake_latency_s"] for name, c in checks.items() if "wake_latency_s" in c},
+            trials={name: c["trials"] for name, c in checks.items() if "trials" in c},
             slowest_wake_s=max(latencies, default=0.0),
+            timing=timing(report),
             not_run=dict(report.not_run),
         )
         return checks_result(context, "blocking", report, counts, _render)
@@ -380,11 +473,45 @@ class BlockingPhase(PhaseBase):
             f"{entry['bound_s']} s), {entry['steps']:,} calls, {entry['seconds']} s{not_run}"
         ]
         for check, seconds in entry["check_seconds"].items():
-            wakes = entry["latencies_s"].get(check)
-            wake = f", woken after {' / '.join(str(t) for t in wakes)} s" if wakes else ""
+            dist = entry.get("wake_latency_s", {}).get(check, {})
+            trials = entry.get("trials", {}).get(check, 1)
+            if dist.get("n"):
+                wake = (
+                    f", {trials} trial{'s' if trials > 1 else ''}, {dist['n']} wakeups: p50 {dist['p50']} s, "
+                    f"p99 {dist['p99']} s, max {dist['max']} s"
+                )
+            else:
+                wakes = entry["latencies_s"].get(check)
+                wake = f", woken after {' / '.join(str(t) for t in wakes)} s" if wakes else ""
             lines.append(f"  {'':<13} {check:<26} {seconds} s{wake}")
         for check, why in entry.get("not_run", {}).items():
             lines.append(f"  {'':<13} {check:<26} not run: {why}")
+        model = entry.get("timing")
+        if model and model.get("waking_calls"):
+            for wakes, n in model["waking_calls"].items():
+                odds = ", ".join(f"P {p}: {q}" for p, q in model["escape"][wakes].items())
+                lines.append(f"  {'':<13} {wakes} polling every P, never woken, escapes its {n} waking calls: {odds}")
+        return lines
+
+    def markdown(self, name: str, entry: Mapping[str, Any]) -> list[str]:
+        """The certificate's section on the phase's wakeups: each check's latency
+        distribution, and the timing model with its escape probabilities."""
+        dists = entry.get("wake_latency_s", {})
+        if not dists:
+            return []
+        lines = ["", f"## Wakeups ({name}, bound {entry['bound_s']} s)", "",
+                 "| check | trials | wakeups | p50 s | p99 s | max s |", "|---|---|---|---|---|---|"]  # fmt: skip
+        for check, d in dists.items():
+            if d.get("n"):
+                trials = entry.get("trials", {}).get(check, 1)
+                lines.append(f"| {check} | {trials} | {d['n']} | {d['p50']} | {d['p99']} | {d['max']} |")
+        model = entry.get("timing")
+        if model:
+            lines += ["", f"Timing model: {model['model']}.", ""]
+            for wakes, n in model.get("waking_calls", {}).items():
+                odds = ", ".join(f"P = {p}: {q}" for p, q in model["escape"][wakes].items())
+                lines.append(f"- a `{wakes}` that polls every P with no wakeup escapes all {n} waking calls with "
+                             f"probability at most {odds}")  # fmt: skip
         return lines
 
 
@@ -392,14 +519,15 @@ def _render(context: Context, report: ChecksReport) -> str:
     """A pytest module that runs the failing check of the blocking phase again
     (threads cannot be replayed call by call; every wait in it is bounded)."""
     notes = [
-        "Threads cannot be replayed call by call: this test runs the failing check again (same bound, new",
-        "threads); every wait in it is bounded.",
+        "Threads cannot be replayed call by call: this test runs the failing check again (same bound, same",
+        "seed: the same random offsets before each waking call; new threads); every wait in it is bounded.",
     ]
     return replay_module(
         checks_doc(context, "blocking", report, "does not block and wake as docs/API.md says.", notes),
         ["from refqueue.conformance.blocking import check_blocking", "from refqueue.conformance.contract import load_backend"],
         [
-            f"report = check_blocking(BACKEND, bound={report.bound!r}, checks=({report.failed_check!r},))",
+            f"report = check_blocking(BACKEND, bound={report.bound!r}, checks=({report.failed_check!r},), "
+            f"seed={getattr(report, 'seed', 0)!r}, trials={getattr(report, 'trials', DEFAULT_TRIALS)!r})",
             "assert report.ok, report.failure",
         ],
         target=context.target,

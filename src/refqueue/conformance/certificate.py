@@ -117,6 +117,9 @@ class Certificate:
         for name, p in self.phases.items():
             detail = ", ".join(f"{k}={v}" for k, v in p.items() if k not in ("steps", "seconds", "steps_per_second"))
             lines.append(f"| {name} | {p.get('steps', 0):,} | {p.get('seconds', 0)} | {p.get('steps_per_second', '')} | {detail} |")
+        for name, p in self.phases.items():
+            if name in PHASES:
+                lines += phase(name).markdown(name, p)
         if self.not_checked:
             lines += ["", "## Not checked", ""]
             lines += [f"- {n['check']}: {n['why']}" for n in self.not_checked]

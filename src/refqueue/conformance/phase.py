@@ -164,6 +164,11 @@ class PhaseBase:
         rate = f", {entry['steps_per_second']:,} steps/s" if entry.get("steps_per_second") else ""
         return [f"  {name:<13} {entry.get('steps', 0):,} steps, {entry.get('seconds', 0)} s{rate}"]
 
+    def markdown(self, name: str, entry: Mapping[str, Any]) -> list[str]:
+        """Sections of the certificate's Markdown for the phase's entry ``name``
+        (after the table of phases); none by default."""
+        return []
+
     def coverage_summary(self, coverage: Mapping[str, Any]) -> list[str]:
         """The lines ``refqueue certify`` prints for the coverage the phase reported
         (after every phase's own lines)."""

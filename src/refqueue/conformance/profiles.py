@@ -28,6 +28,7 @@ class Profile:
     producer_bound: float = 1.0  # seconds a blocked producer may wait once consumers drained what they can
     producer_samples: int = 6  # samples each producer of the producers phase's stress check puts
     wake_bound: float = 0.05  # seconds from a waking call's return to the woken call's return (blocking phase)
+    wake_trials: int = 6  # trials of each blocking check that measures a wakeup at random offsets (timing model)
     shrink_seconds: float = 30.0  # time a failing threaded history may be shrunk for (0: not shrunk)
     shrink_reruns: int = 3  # recordings of a shrunk candidate before it counts as passing (threads vary)
 
@@ -36,6 +37,6 @@ PROFILES: dict[str, Profile] = {
     "ci": Profile("ci", examples=1000, steps_per_example=50, walks=2000, walk_length=40, hypothesis_profile="ci"),
     "deep": Profile(
         "deep", examples=2000, steps_per_example=200, walks=20000, walk_length=60, hypothesis_profile="deep",
-        histories=200, history_ops=1000, history_steps=1_000_000, producer_samples=20,
+        histories=200, history_ops=1000, history_steps=1_000_000, producer_samples=20, wake_trials=20,
     ),
 }

@@ -10,9 +10,13 @@ after it.  ``WaitQueue.start`` runs a call in a daemon thread (a ``Call``);
 ``give_up`` seconds (``GIVE_UP`` bounds, at least ``MIN_GIVE_UP``), so a hung
 backend never hangs the kit; ``stays_blocked`` requires a call to wait
 ``SETTLE`` seconds (it reaches its wait meanwhile; an early return is a
-failure of its own); ``woken`` measures the latency of a wakeup and raises
-``Late`` past the bound (the check is then measured again on a fresh queue,
-up to ``ATTEMPTS`` times) or ``Failed`` for a call never woken.  A check's
+failure of its own); ``waking`` makes a waking call after the attempt's next
+random offset (``refqueue.conformance.timing``: the timing model, and the
+probability with which a backend that polls escapes it); ``woken`` measures
+the latency of a wakeup (every one is kept in ``latencies``) and raises
+``Late`` past the bound (the check is then measured again on a fresh queue at
+the same offsets, up to ``ATTEMPTS`` times) or ``Failed`` for a call never
+woken.  A check's
 verdict is ``Failed`` with the message; ``CallbackError`` is what the kit's
 callbacks raise on purpose.
 """
@@ -28,6 +32,7 @@ from refqueue.clock import ManualClock
 from refqueue.conformance.contract import Backend
 from refqueue.conformance.probe import observed
 from refqueue.conformance.samples import STORE_META, UNIT_BYTES, default_store, sample_tensors
+from refqueue.conformance.timing import Offsets
 
 __all__ = [
     "ATTEMPTS", "GIVE_UP", "LONG_POLL", "MIN_GIVE_UP", "SETTLE", "VISIBILITY", "Attempt", "Call", "CallbackError",
@@ -91,10 +96,20 @@ class WaitQueue:
     check installed (``pause_hook``/``resume_hook``), if any."""
 
     def __init__(
-        self, backend: Backend, check: str, bound: float, *, watermarks: bool | tuple[int, int], visibility: float
+        self,
+        backend: Backend,
+        check: str,
+        bound: float,
+        *,
+        watermarks: bool | tuple[int, int],
+        visibility: float,
+        offsets: Offsets | None = None,
     ) -> None:
         self.check = check
         self.bound = bound
+        self.offsets = offsets  # None: a waking call is made at once
+        self.latencies: list[float] = []  # every wakeup measured by ``woken``, on time or late
+        self.waking_calls: dict[str, int] = {}  # the blocked call each waking call must wake -> how many
         self.give_up = max(GIVE_UP * bound, MIN_GIVE_UP)
         self.clock = ManualClock(100.0)
         self.store = backend.make_store() if backend.make_store is not None else default_store()
@@ -145,6 +160,23 @@ class WaitQueue:
         value, at = self.ask(what, lambda: (fn(), time.monotonic()))
         return value, at
 
+    def after_offset(self, wakes: str) -> float:
+        """Sleep the attempt's next random offset (none without ``offsets``) before a
+        waking call that must wake a blocked ``wakes`` (``"acquire"``,
+        ``"put_blocks_until_below"``); the offset.  A timing design, not a
+        synchronisation: the waiter is already known to be blocked (``stays_blocked``)."""
+        self.waking_calls[wakes] = self.waking_calls.get(wakes, 0) + 1
+        if self.offsets is None:
+            return 0.0
+        offset = self.offsets.next()
+        time.sleep(offset)
+        return offset
+
+    def waking(self, what: str, fn: Callable[[], Any], *, wakes: str) -> tuple[Any, float]:
+        """``ask_at`` of the waking call ``fn`` after the next random offset (``after_offset``)."""
+        self.after_offset(wakes)
+        return self.ask_at(what, fn)
+
     def stays_blocked(self, call: Call, why: str) -> None:
         """``call`` must not return within ``SETTLE`` seconds (``why`` says why it must wait)."""
         if call.done.wait(SETTLE):
@@ -160,10 +192,11 @@ class WaitQueue:
                 f"{self.observed()}): it was not woken, and waits out its poll interval of {LONG_POLL} s"
             )
         latency = max(0.0, call.at - at)
+        self.latencies.append(latency)
         if latency > self.bound:
             raise Late(
                 f"{call.what} returned {latency:.3f} s after {by} returned, past the bound of {self.bound} s "
-                f"(in each of {ATTEMPTS} attempts); {by} must wake it at once",
+                f"(in each of {ATTEMPTS} attempts at the same offset); {by} must wake it at once",
                 latency,
             )
         return latency
@@ -197,20 +230,37 @@ class WaitQueue:
 class Attempt:
     """One run of one check: the queues it made (each wound down after it)."""
 
-    def __init__(self, backend: Backend, check: str, bound: float) -> None:
+    def __init__(self, backend: Backend, check: str, bound: float, offsets: Offsets | None = None) -> None:
         self.backend = backend
         self.check = check
         self.bound = bound
+        self.offsets = offsets  # shared by the attempt's queues: one stream of offsets per trial
         self.queues: list[WaitQueue] = []
 
     def queue(self, *, watermarks: bool | tuple[int, int], visibility: float) -> WaitQueue:
-        qq = WaitQueue(self.backend, self.check, self.bound, watermarks=watermarks, visibility=visibility)
+        qq = WaitQueue(
+            self.backend, self.check, self.bound, watermarks=watermarks, visibility=visibility, offsets=self.offsets
+        )
         self.queues.append(qq)
         return qq
 
     @property
     def steps(self) -> int:
         return sum(qq.steps for qq in self.queues)
+
+    @property
+    def latencies(self) -> list[float]:
+        """Every wakeup the attempt measured, in order."""
+        return [t for qq in self.queues for t in qq.latencies]
+
+    @property
+    def waking_calls(self) -> dict[str, int]:
+        """How many waking calls the attempt made, by the call they had to wake."""
+        total: dict[str, int] = {}
+        for qq in self.queues:
+            for wakes, n in qq.waking_calls.items():
+                total[wakes] = total.get(wakes, 0) + n
+        return total
 
     def finish(self) -> None:
         for qq in self.queues:
