@@ -53,7 +53,8 @@ The phases, in the order they run (each module ``refqueue.conformance.NAME``):
                   callbacks, the reclaimer, each a named check.  Imports
                   ``blocking_consumers`` and ``blocking_producers`` (the
                   checks), ``wakeups`` (threads, bounded waits, measured
-                  wakeups).
+                  wakeups), ``timing`` (random offsets of the waking calls,
+                  the escape probability of a poller).
 ``threads``       real multi-threaded histories checked for linearizability;
                   an illegal one shrunk.  Imports ``history`` (recording),
                   ``linearizability`` (the Wing & Gong checker), ``shrink``.

@@ -110,11 +110,17 @@ the reason; it never passes.
 Every wait is bounded: a thread is joined, or an ``Event`` waited on, with a
 timeout; a call still running after ``GIVE_UP`` times the bound is reported
 with the check, the call and how long it had waited (its daemon thread is
-left behind).  A wakeup that came, but later than the bound, is measured
-again on a fresh queue, up to ``ATTEMPTS`` times in all, so that one
-preempted thread on a loaded machine fails nothing; every attempt's latency
-is in the report.  A backend that waits out its poll interval is late every
-time.
+left behind).  Every check that measures a wakeup but ``acquire-times-out``
+makes each waking call after a random offset drawn from the certification's
+seed, and runs ``trials`` times (the profile's ``wake_trials``), so that a
+backend that polls instead of waking is caught with a stated probability
+(``refqueue.conformance.timing``: the model, and the escape probability the
+certificate states).  A wakeup that came, but later than the bound, is
+measured again on a fresh queue at the same offsets, up to ``ATTEMPTS``
+times in all, so that one preempted thread on a loaded machine fails
+nothing; every attempt's latency is in the report, and each check's
+wake-latency distribution (p50, p99, max) in the certificate.  A backend
+that waits out its poll interval is late every time.
 
 The checks are ``NAMED_CHECKS``, run in that order by ``check_blocking``:
 ``refqueue.conformance.blocking_consumers`` holds those of consumers and of
