@@ -27,6 +27,7 @@ def test_correct_backends_pass_every_call(target):
         ("epoch_empty_accepted", "lease-epoch-empty", "returned True; docs/API.md says it raises ('foreign')"),
         ("lease_ids_from_0", "lease-ids-from-1", "the first lease of a fresh queue has lease_id 0; docs/API.md: a queue mints lease ids as ints counting up from 1"),
         ("lease_id_negative_stale", "lease-id-below-1", "ack(a copy of the live lease with lease_id=0, which no queue mints) returned False; docs/API.md says it raises ('invalid')"),
+        ("dead_letters_own_list", "dead-letters-copied", "a caller appended to and cleared the list dead_letters() returned, and then dead_letters() returned []: it gave out the queue's own list; it must return a copy"),
         ("extend_unbounded", "durations-above-max", "extend(lease, 1e+300) returned True; docs/API.md: every duration is at most threading.TIMEOUT_MAX"),
     ],
 )
@@ -38,7 +39,10 @@ def test_each_call_mutant_is_caught_by_its_check(mutant, check, says):
 def test_a_check_the_capabilities_rule_out_is_listed_as_not_run():
     report = check_calls("conformance.legal.seed_api:make")
     assert report.ok, report.failure
-    assert report.not_run == {"json-round-trip": "lease_json=False declared"}
+    assert report.not_run == {
+        "dead-letters-copied": "dead_letter=False declared",
+        "json-round-trip": "lease_json=False declared",
+    }
 
 
 def test_the_soak_is_not_run_on_a_backend_whose_own_store_is_too_small():

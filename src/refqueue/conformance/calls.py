@@ -34,6 +34,11 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     is refused with ``ValueError`` by ``ack``, ``fail`` and (where declared)
     ``extend`` and ``dead_letter``, never answered ``False``; nothing
     changes, and the real lease still acks.
+``dead-letters-copied``
+    (where ``dead_letter`` is declared) after one ``dead_letter``, a caller
+    appends to and clears the list ``dead_letters()`` returned; the next
+    ``dead_letters()`` still lists that one dead letter: the queue handed
+    out a copy, not its own list.
 ``durations-above-max``
     ``extend(lease, 1e300)`` (and ``2 * threading.TIMEOUT_MAX``),
     ``acquire(poll_interval=...)``, ``put_blocks_until_below(ref,
@@ -324,6 +329,32 @@ def _deadline_soak(backend: Backend) -> int:
         h.dispose()
 
 
+def _dead_letters_copied(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        lease = qq.leased("a")
+        if qq.call("dead_letter(lease of 'a', 'kit')", lambda: qq.q.dead_letter(lease, "kit")) is not True:
+            raise Failed("dead_letter of the live lease on 'a' did not return True")
+        listed = qq.call("dead_letters()", qq.q.dead_letters)
+        if len(listed) != 1:
+            raise Failed(f"dead_letters() after one dead_letter returned {listed!r}; it should list that one")
+        try:  # what a caller may do with the list it was given
+            listed.append(listed[0])
+            listed.clear()
+        except Exception as exc:  # noqa: BLE001
+            raise Failed(f"dead_letters() returned a {type(listed).__name__} a caller cannot change ({exc}); it "
+                         f"should return a list, a copy of the queue's") from exc  # fmt: skip
+        again = qq.call("dead_letters()", qq.q.dead_letters)
+        if len(again) != 1 or getattr(again[0], "ref", None) is None or again[0].ref.sample_id != "a":
+            raise Failed(
+                f"a caller appended to and cleared the list dead_letters() returned, and then dead_letters() returned "
+                f"{again!r}: it gave out the queue's own list; it must return a copy (mutating it changes nothing)"
+            )
+        return qq.calls
+    finally:
+        qq.close()
+
+
 def _lease_ids_from_1(backend: Backend) -> int:
     qq = Probe(backend)
     try:
@@ -433,6 +464,10 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "two-queues-one-store", "two queues on one store have different epochs and refuse each other's leases",
         _two_queues_one_store,
+    ),
+    Check(
+        "dead-letters-copied", "dead_letters() returns a copy: appending to and clearing the list it returned changes "
+        "nothing", _dead_letters_copied, ("dead_letter",),
     ),
     Check("lease-ids-from-1", "a fresh queue's first lease has lease_id 1, the next a larger int", _lease_ids_from_1),
     Check(
