@@ -1115,6 +1115,14 @@ PauseFollowsHysteresis ==
           TryPutAny(p) => paused' = IF paused THEN D8Residency(producers[p]) > Low
                                     ELSE D8Residency(producers[p]) >= High]_vars
 
+(* A put step that does not admit its ref parks it: the producer waits     *)
+(* with its bytes in parked, which D8's measure subtracts for the others   *)
+(* (a step that never parks makes Waiting, hence                           *)
+(* PausedProducerEventuallyResumes and NoStuckProducer, vacuous, and the   *)
+(* measure larger).                                                        *)
+BlockedPutIsParked ==
+    [][\A p \in Producers : TryPut(p) /\ producers'[p] # NoSample => producers[p] \in parked']_vars
+
 (* A completed id may be put again (D5): RePutDelivered is a state in      *)
 (* which a sample in its second incarnation or later (stored, put and      *)
 (* completed once, then stored and put again) is leased.  It is a witness, *)
@@ -1150,6 +1158,15 @@ EverySampleEventuallyAcked ==
 Waiting(p) == producers[p] # NoSample /\ producers[p] \in parked
 PausedProducerEventuallyResumes == \A p \in Producers : Waiting(p) ~> (~Waiting(p) \/ closed)
 
+(* Every blocking put returns, or the queue closes: stated on the put, not *)
+(* on the parked set, so a blocked step that never records its ref as      *)
+(* parked (Waiting never true) cannot make it vacuous.  A producer that    *)
+(* crashes has returned too (its call left).  Not for LostReplies: a       *)
+(* producer whose put's reply was lost holds its id until it retries, and  *)
+(* nothing forces a retry.                                                 *)
+Putting(p) == producers[p] # NoSample
+PutEventuallyReturns == \A p \in Producers : Putting(p) ~> (~Putting(p) \/ closed)
+
 (* Once closed, the queue drains and every consumer stops (D3).            *)
 ClosedLeadsToDrained == closed ~> Drained
 EveryConsumerEventuallyStops == closed ~> \A c \in Consumers : consumers[c].stopped
@@ -1169,12 +1186,17 @@ FairSpec ==
     \* An idle consumer keeps asking for work: otherwise a pending sample can
     \* wait forever with every consumer idle.
     /\ \A c \in Consumers : WF_vars(Acquire(c))
-    \* A consumer does not sit on a lease forever: it eventually acks, fails or
-    \* crashes.  Without it a consumer could extend one lease forever.  Strong
-    \* fairness: under a FaultBudget, Fail and Crash run out and Ack is enabled
-    \* only between a Release and the next Get, so a consumer that gets and
-    \* releases forever must still ack.
-    /\ \A c \in Consumers : SF_vars(Ack(c) \/ Fail(c) \/ Crash(c))
+    \* A consumer that keeps working does not sit on a lease forever: it
+    \* eventually acks or fails it (the loader acks after the step succeeds and
+    \* fails on an exception).  Without it a consumer could extend one lease
+    \* forever.  Nothing is assumed of Crash: a real system does not crash on
+    \* demand, so no liveness property may lean on a crash to move a sample on
+    \* (before, this was SF of Ack \/ Fail \/ Crash, and a queue whose live ack
+    \* changed nothing passed MCLiveness by crashing).  Strong fairness: under
+    \* a FaultBudget, Fail runs out and Ack is enabled only between a Release
+    \* and the next Get, so a consumer that gets and releases forever must
+    \* still ack.
+    /\ \A c \in Consumers : SF_vars(Ack(c) \/ Fail(c))
     \* A consumer holding data eventually releases it (it must, to ack).
     /\ \A c \in Consumers : WF_vars(Release(c))
     \* A consumer that finds the queue drained leaves its loop.

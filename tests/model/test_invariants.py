@@ -99,7 +99,7 @@ def test_invariants_cover_design_names():
         "ResumeOnlyAtLow", "NoFlapping", "CompletionIsAbsorbing", "LeaseLiveUntilDeadline", "BackpressureBound",
         "NoStuckProducer", "DeadlineWithinVisibility", "PendingIsFifo", "ParkedRefsArePut",
         "IntentsHoldCompletedData", "NoOldEpochLeaseLive", "StaleLeaseNeverLiveAgain", "LeaseLastsItsTimeout",
-        "DeadLettersListed", "PauseFollowsHysteresis",
+        "DeadLettersListed", "PauseFollowsHysteresis", "BlockedPutIsParked",
     }
     assert set(I.WITNESSES) == {"RePutDelivered"}
 
@@ -288,3 +288,18 @@ def test_re_put_delivered_is_reached_by_the_explorer_and_only_after_a_completion
     assert labels == ["Init", "StorePut(0)", "TryPut(0)", "Acquire(0)", "Ack(0)", "StorePut(0)", "TryPut(0)", "Acquire(0)"]
     once = explore(make_world(samples=("s0", "s1"), consumers=1), goals=I.WITNESSES, stop_on_violation=False)
     assert "RePutDelivered" not in once.goals and once.verdict == "ok"
+
+
+def test_blocked_put_is_parked_flags_a_waiting_producer_left_out_of_parked():
+    cfg = M.make_config(visibility_timeout=5, store_high_watermark_bytes=2, store_low_watermark_bytes=1)
+    s = A.store_put(cfg, M.initial_state(), "a", 1).state
+    s = A.put(cfg, s, "a").state  # work in the queue, so a paused put is not admitted
+    s = A.store_put(cfg, s, "b", 1).state
+    s = A.store_put(cfg, s, "c", 1).state
+    out = A.try_put(cfg, s, "b", 1)
+    assert not out.value.enqueued and ("b", 1) in out.state.parked
+    assert I.BlockedPutIsParked(cfg, s, out.state, "TryPut", "b", out.value)
+    unparked = out.state._replace(parked=())
+    assert not I.BlockedPutIsParked(cfg, s, unparked, "TryPut", "b", out.value)
+    admitted = A.try_put(cfg, M.initial_state(), "x", 0)
+    assert I.BlockedPutIsParked(cfg, M.initial_state(), admitted.state, "TryPut", "x", admitted.value)

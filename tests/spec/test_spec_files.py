@@ -95,6 +95,8 @@ LIVENESS = [
 BOUNDED_FAULT_LIVENESS = "EverySampleEventuallyAcked"
 # ... and the one every liveness config of the deployment (TwoStepAck) checks.
 TWO_STEP_LIVENESS = "CompletedDataEventuallyScrubbed"
+# ... and the put-level one, where no put's reply is lost (LostReplies: nothing forces the retry).
+PUT_LIVENESS = "PutEventuallyReturns"
 
 # Properties the spec states that have no twin in the model: the lease
 # history (LeaseHistory, the variable issued) exists only in the spec.
@@ -113,12 +115,13 @@ STATED_INSIDE = {"ParkedRefsArePut": ("TypeOK", r"\cap Range(producers)")}
 LEFT_OUT_INVARIANTS = {
     "MCAnchorLiveness": {"TerminalNoneMeansDrained"},
     "MCOldBackpressureLiveness": {"NoStuckProducer"},
+    "MCOldBackpressurePuts": {"NoStuckProducer"},
 }
-ONLY_THE_EXPECTED_PROPERTY = {"MCAnchorLiveness", "MCOldBackpressureLiveness"}
+ONLY_THE_EXPECTED_PROPERTY = {"MCAnchorLiveness", "MCOldBackpressureLiveness", "MCOldBackpressurePuts"}
 # Left out where they would be vacuous (refqueue check-spec's coverage check refuses a property
 # whose antecedent never happens in a config that lists it; each cfg says why in a comment).
 _BACKPRESSURE = {"BackpressureBound", "NoStuckProducer", "PauseOnlyAtHigh", "ResumeOnlyAtLow", "NoFlapping",
-                 "PauseFollowsHysteresis"}
+                 "PauseFollowsHysteresis", "BlockedPutIsParked"}
 VACUOUS = {
     "MCDeployment": _BACKPRESSURE,
     "MCDeploymentLeases": _BACKPRESSURE,
@@ -216,7 +219,7 @@ def test_the_world_yields_each_actors_moves_in_the_order_of_next(name):
 def test_spec_states_every_model_property_by_name(spec_dir):
     spec = _spec(spec_dir)
     for name in [*STATE_INVARIANTS, *TRANSITION_INVARIANTS, *WORLD_INVARIANTS, *WORLD_TRANSITION_INVARIANTS,
-                 *SPEC_ONLY_PROPERTIES, *LIVENESS, BOUNDED_FAULT_LIVENESS, TWO_STEP_LIVENESS, "FairSpec"]:
+                 *SPEC_ONLY_PROPERTIES, *LIVENESS, BOUNDED_FAULT_LIVENESS, TWO_STEP_LIVENESS, PUT_LIVENESS, "FairSpec"]:
         if name in STATED_INSIDE and not _defines(spec, name):
             where, text = STATED_INSIDE[name]
             assert text in _body(spec, where), name
@@ -241,6 +244,8 @@ def _expected_sections(spec: str, entry_name: str, mode: str, expected: str, sec
             properties.append(BOUNDED_FAULT_LIVENESS)
         if constants[constants.index("TwoStepAck") + 2] == "TRUE":
             properties.append(TWO_STEP_LIVENESS)
+        if constants[constants.index("LostReplies") + 2] == "FALSE":
+            properties.append(PUT_LIVENESS)
     return invariants, [p for p in properties if p not in VACUOUS.get(entry_name, set())]
 
 

@@ -56,6 +56,7 @@ __all__ = [
     "PendingIsFifo",
     "DeadLettersListed",
     "PauseFollowsHysteresis",
+    "BlockedPutIsParked",
     "DeadlineWithinVisibility",
     "ParkedRefsArePut",
     "WORLD_INVARIANTS",
@@ -421,6 +422,15 @@ def PauseFollowsHysteresis(cfg: Config, before: State, after: State, action: str
     return after.paused == (eff > cfg.low if before.paused else eff >= cfg.high)
 
 
+def BlockedPutIsParked(cfg: Config, before: State, after: State, action: str, arg: object, value: object) -> bool:
+    """A put step that does not admit its ref parks it: the producer waits
+    with its bytes in ``parked``, which D8's measure subtracts for the others
+    (a step that never parks leaves the waiting producers invisible)."""
+    if action != "TryPut" or getattr(value, "enqueued", True):
+        return True
+    return any(sid == arg for sid, _ in after.parked)
+
+
 TRANSITION_INVARIANTS: dict[str, Callable[..., bool]] = {
     "StaleOpsChangeNothing": StaleOpsChangeNothing,
     "PauseOnlyAtHigh": PauseOnlyAtHigh,
@@ -431,6 +441,7 @@ TRANSITION_INVARIANTS: dict[str, Callable[..., bool]] = {
     "PendingIsFifo": PendingIsFifo,
     "DeadLettersListed": DeadLettersListed,
     "PauseFollowsHysteresis": PauseFollowsHysteresis,
+    "BlockedPutIsParked": BlockedPutIsParked,
 }
 
 

@@ -39,6 +39,8 @@ ANTECEDENTS: dict[str, tuple[frozenset[str], str]] = {
     "BackpressureBound": (_PAUSES, "a pause (residency at the high watermark, where the bound is approached)"),
     "NoStuckProducer": (frozenset({"TryPutPark", "TryPutPause"}), "a producer parked in a blocking put"),
     "PausedProducerEventuallyResumes": (frozenset({"TryPutPark", "TryPutPause"}), "a producer parked"),
+    "PutEventuallyReturns": (frozenset({"TryPutPark", "TryPutPause"}), "a put that waits"),
+    "BlockedPutIsParked": (frozenset({"TryPutPark", "TryPutPause"}), "a put step that does not admit"),
     "StaleOpsChangeNothing": (
         frozenset({"AckStale", "FailStale", "AckCopyStale", "FailCopyStale"}), "a stale ack or fail",
     ),

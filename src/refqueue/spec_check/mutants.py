@@ -82,10 +82,11 @@ MUTANTS_FILE = "mutants.json"
 SPEC_FILE = "SampleRefQueue.tla"
 LIVENESS_ONLY = "liveness-only"
 DEFAULT_TIMEOUT = 60.0  # seconds per TLC run and per exploration, unless mutants.json says otherwise
-# The agreement config a mutant's graph is compared on, unless mutants.json names one: the small
-# in-process one with two producers, re-puts, crashes and copies, or the deployment's for a mutant
-# of the deployment (one whose killer config is an MCDeployment*).
-DEFAULT_AGREEMENT = "MCAgreementWide"
+# The config a mutant's graph is compared on, unless mutants.json names one: the smallest
+# in-process one (MCRePut's bounds: one producer putting s0 twice, one consumer; 660 states, a
+# few seconds), or the deployment's for a mutant of the deployment (one whose killer config is an
+# MCDeployment*).  A mutant that needs two producers to show (D8's) names MCAgreementWide.
+DEFAULT_AGREEMENT = "MCRePut"
 DEPLOYMENT_AGREEMENT = "MCDeployment"
 GRAPH_TIMEOUT = 300.0  # seconds for TLC's whole graph of a mutated agreement config (a kill stops early)
 
@@ -256,12 +257,15 @@ def _counterexample_configs(spec_dir: Path) -> set[str]:
 
 
 def _agreement_configs(spec_dir: Path) -> dict[str, dict]:
-    """The manifest's agreement configs: name -> the make_world arguments of its Python graph."""
+    """The manifest's configs whose graph a mutated spec can be compared on: name -> the
+    make_world arguments of the Python world of the same bounds (an agreement config's, or a
+    witness config's: its whole graph, its witness invariant left out, is that world's)."""
     out: dict[str, dict] = {}
     for c in _manifest_configs(spec_dir):
-        a = c.get("agreement")
-        if isinstance(a, dict) and isinstance(a.get("world"), dict):
-            out[c["name"]] = a["world"]
+        for key in ("agreement", "witness"):
+            a = c.get(key)
+            if isinstance(a, dict) and isinstance(a.get("world"), dict):
+                out[c["name"]] = a["world"]
     return out
 
 
@@ -818,6 +822,19 @@ def _patch_d8_subtracts_stored() -> Patch:
     return [(A, "try_put", try_put)]
 
 
+def _patch_blocked_step_never_parks() -> Patch:
+    A = _actions()
+    real = A.try_put
+
+    def try_put(cfg, state, sample_id, nbytes=0):
+        out = real(cfg, state, sample_id, nbytes)
+        if out.error is not None or out.value.enqueued:
+            return out
+        return out._replace(state=out.state._replace(parked=tuple(p for p in out.state.parked if p[0] != sample_id)))
+
+    return [(A, "try_put", try_put)]
+
+
 PY_PATCHES: dict[str, Callable[[], Patch]] = {
     "hysteresis-plain-threshold": _patch_try_put(plain_threshold=True),
     "no-backpressure": _patch_try_put(always_admit=True),
@@ -852,6 +869,7 @@ PY_PATCHES: dict[str, Callable[[], Patch]] = {
     "dead-letter-not-listed": _patch_dead_letter_not_listed,
     "re-put-refused": _patch_store_put_dedups_completed,
     "d8-subtracts-stored-refs": _patch_d8_subtracts_stored,
+    "blocked-step-never-parks": _patch_blocked_step_never_parks,
 }
 
 
