@@ -25,9 +25,11 @@ def test_unknown_config_exits_2(spec_dir, capsys):
     assert main(["check-spec", "--spec-dir", str(spec_dir), "--config", "MCNope"]) == 2
     assert capsys.readouterr().err == (
         "refqueue check-spec: unknown config ['MCNope']; manifest.json lists ['MCAckLiveness', 'MCAgreement', "
-        "'MCAgreementWide', 'MCAnchorConsumer', 'MCAnchorLiveness', 'MCCapacity', 'MCDeployment', "
+        "'MCAgreementParked', 'MCAgreementWide', 'MCAnchorConsumer', 'MCAnchorLiveness', 'MCCapacity', "
+        "'MCDeployment', "
         "'MCDeploymentLeases', 'MCDeploymentLiveness', 'MCFlapping', 'MCLiveness', 'MCOldBackpressure', "
-        "'MCOldBackpressureLiveness', 'MCRePut', 'MCReleaseScrubs', 'MCSymmetry']\n"
+        "'MCOldBackpressureLiveness', 'MCOldBackpressurePuts', 'MCRePut', 'MCReleaseScrubs', 'MCSymmetry', "
+        "'MCTimeLiveness']\n"
     )
 
 
@@ -140,12 +142,12 @@ def test_agreement_alone_selects_every_config_with_an_agreement_entry(spec_dir, 
     monkeypatch.setattr(command, "find_jar", lambda: spec_dir / "tla2tools.jar")
     assert main(["check-spec", "--spec-dir", str(spec_dir), "--agreement"]) == 0
     assert ran == [e.name for e in manifest.values() if e.agreement is not None] == [
-        "MCAgreement", "MCAgreementWide", "MCCapacity", "MCDeployment", "MCDeploymentLeases",
+        "MCAgreement", "MCAgreementWide", "MCCapacity", "MCAgreementParked", "MCDeployment", "MCDeploymentLeases",
     ]
     out = capsys.readouterr().out
     assert re.findall(r"^\[(\d/\d)\] (\w+) \(safety, 2 worker\(s\)\): running TLC$", out, flags=re.MULTILINE) == [
-        ("1/5", "MCAgreement"), ("2/5", "MCAgreementWide"), ("3/5", "MCCapacity"), ("4/5", "MCDeployment"),
-        ("5/5", "MCDeploymentLeases"),
+        ("1/6", "MCAgreement"), ("2/6", "MCAgreementWide"), ("3/6", "MCCapacity"), ("4/6", "MCAgreementParked"),
+        ("5/6", "MCDeployment"), ("6/6", "MCDeploymentLeases"),
     ]
     assert "simulat" not in out  # --agreement without --simulate-seconds: no simulation
 

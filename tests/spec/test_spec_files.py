@@ -375,3 +375,30 @@ def test_python_explorer_counts_match_the_agreement_entry(manifest, name):
         for src, action, arg, _, _ in graph.edges
     )
     assert generated == entry.total_states
+
+
+def test_the_parked_agreement_world_reaches_what_d8s_measure_is_about(manifest):
+    # Two producers parked at once, an effective residency inside the band while paused, an orphan
+    # while paused: MCAgreementParked's graph equals this world's, so TLC reaches them too.
+    from refqueue.model.explorer import explore
+    from refqueue.model.state import STORED
+    from refqueue.model.world import make_world
+
+    world = make_world(**manifest["MCAgreementParked"].agreement["world"])
+
+    def effective(state):
+        return state.resident_bytes - sum(b for _, b in state.parked)
+
+    goals = {
+        "two parked": lambda w, n: len(n.state.parked) >= 2,
+        "in band while paused": lambda w, n: n.state.paused and w.cfg.low < effective(n.state) < w.cfg.high,
+        "orphan while paused": lambda w, n: n.state.paused and any(
+            r.status == STORED and sid not in n.producers for sid, r in zip(n.state.ids, n.state.recs)
+        ),
+    }
+    result = explore(world, goals=goals, stop_on_violation=False)
+    assert result.verdict == "ok" and set(result.goals) == set(goals)
+    for name in ("MCAgreement", "MCAgreementWide", "MCCapacity"):  # none of the others reaches two parked refs
+        other = explore(make_world(**manifest[name].agreement["world"]), goals={"two parked": goals["two parked"]},
+                        stop_on_violation=False)
+        assert "two parked" not in other.goals, name

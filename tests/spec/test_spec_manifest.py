@@ -24,7 +24,7 @@ def test_the_manifest_lists_every_mode(manifest):
         "PausedProducerEventuallyResumes",
     }
     assert [e.name for e in manifest.values() if e.agreement is not None] == [
-        "MCAgreement", "MCAgreementWide", "MCCapacity", "MCDeployment", "MCDeploymentLeases",
+        "MCAgreement", "MCAgreementWide", "MCCapacity", "MCAgreementParked", "MCDeployment", "MCDeploymentLeases",
     ]
     assert all(e.mode == "safety" for e in manifest.values() if e.agreement is not None)
 

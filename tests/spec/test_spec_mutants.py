@@ -306,7 +306,7 @@ def test_a_witness_kill_must_name_the_witness_goal(spec_dir, tmp_path):
 
 
 def test_every_mutant_names_a_config_for_its_graph():
-    assert {m.agreement for m in MUTANTS} == {"MCRePut", "MCDeployment", "MCAgreementWide"}
+    assert {m.agreement for m in MUTANTS} == {"MCRePut", "MCDeployment", "MCAgreementWide", "MCAgreementParked"}
     assert BY_NAME["ack-records-no-intent"].agreement == "MCDeployment"
     assert BY_NAME["fail-not-counted"].agreement == "MCRePut"  # the smallest in-process world (660 states)
     assert BY_NAME["d8-subtracts-stored-refs"].agreement == "MCAgreementWide"  # needs two producers
