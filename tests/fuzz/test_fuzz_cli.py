@@ -33,9 +33,13 @@ class ReachedCertify(Exception):
     """The stand-in for certify was called: the arguments were all accepted."""
 
 
+REACHED: list[bool] = []  # the stand-in certify records its call here (the CLI turns what it raises into a verdict)
+
+
 def run_cli(argv: list[str]) -> tuple[int | None, str]:
     """``(exit status, stderr)``; status None when the stand-in certify was reached."""
     err = io.StringIO()
+    REACHED.clear()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
             code = main(argv)
@@ -43,7 +47,7 @@ def run_cli(argv: list[str]) -> tuple[int | None, str]:
             code = exc.code
         except ReachedCertify:
             code = None
-    return code, err.getvalue()
+    return (None if REACHED else code), err.getvalue()
 
 
 @pytest.fixture
@@ -51,6 +55,7 @@ def no_certify(monkeypatch):
     import refqueue.conformance.certify as certify_module
 
     def reached(*args, **kwargs):
+        REACHED.append(True)
         raise ReachedCertify
 
     monkeypatch.setattr(certify_module, "certify", reached)

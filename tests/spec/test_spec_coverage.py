@@ -62,7 +62,8 @@ def test_a_property_whose_antecedent_never_happens_is_vacuous(spec_dir):
     problems = config_problems(spec_dir, "MCAgreement", "MCAgreement.cfg", never_pauses)
     names = [p.split(" is vacuous")[0] for p in problems]
     assert names == ["MCAgreement: BackpressureBound", "MCAgreement: NoStuckProducer", "MCAgreement: PauseOnlyAtHigh",
-                     "MCAgreement: ResumeOnlyAtLow", "MCAgreement: NoFlapping", "MCAgreement: PauseFollowsHysteresis"]
+                     "MCAgreement: ResumeOnlyAtLow", "MCAgreement: NoFlapping", "MCAgreement: PauseFollowsHysteresis",
+                     "MCAgreement: BlockedPutIsParked"]
     assert problems[2] == (
         "MCAgreement: PauseOnlyAtHigh is vacuous there: a pause never happens (none of ['TryPutPause', "
         "'TryPutPauseEnqueue'] fires); widen the config's bounds or drop the property from MCAgreement.cfg"
