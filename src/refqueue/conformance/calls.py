@@ -102,6 +102,31 @@ CallsReport = ChecksReport
 # -- the checks ----------------------------------------------------------------------
 
 
+def _copy_with(lease: Any, field: str, value: Any) -> Any:
+    """A copy of ``lease`` with one field set (through ``object.__setattr__``, so a frozen lease too)."""
+    twin = copy.copy(lease)
+    try:
+        object.__setattr__(twin, field, value)
+    except Exception as exc:  # noqa: BLE001
+        raise Failed(f"cannot set a copied lease's {field} ({type(exc).__name__}: {exc})") from exc
+    return twin
+
+
+def _refused_everywhere(qq: Any, twin: Any, kind: str, refused: str, counted: str) -> None:
+    """Every lease-taking call the backend offers (ack, fail, and extend and dead_letter where
+    declared) refuses ``twin`` as ``kind`` and changes no count; ``refused`` and ``counted``
+    describe the lease in the two messages."""
+    before = qq.counts()
+    calls = [("ack", lambda: qq.q.ack(twin)), ("fail", lambda: qq.q.fail(twin))]
+    if qq.caps.extend:
+        calls.append(("extend", lambda: qq.q.extend(twin, 5.0)))
+    if qq.caps.dead_letter:
+        calls.append(("dead_letter", lambda: qq.q.dead_letter(twin, "poison")))
+    for name, call in calls:
+        qq.refuses(f"{name}({refused})", call, kind)
+        qq.expect_counts(before, f"{name}({counted})")
+
+
 def _acquire_poll_inf(backend: Backend) -> int:
     qq = Probe(backend)
     try:
@@ -174,21 +199,10 @@ def _altered_epoch(epoch: Callable[[str], str], label: str) -> Callable[[Backend
         qq = Probe(backend)
         try:
             lease = qq.leased("a")
-            twin = copy.copy(lease)
             new_epoch = epoch(lease.epoch)
-            try:
-                object.__setattr__(twin, "epoch", new_epoch)
-            except Exception as exc:  # noqa: BLE001
-                raise Failed(f"cannot set a copied lease's epoch ({type(exc).__name__}: {exc})") from exc
-            before = qq.counts()
-            calls = [("ack", lambda: qq.q.ack(twin)), ("fail", lambda: qq.q.fail(twin))]
-            if qq.caps.extend:
-                calls.append(("extend", lambda: qq.q.extend(twin, 5.0)))
-            if qq.caps.dead_letter:
-                calls.append(("dead_letter", lambda: qq.q.dead_letter(twin, "poison")))
-            for name, call in calls:
-                qq.refuses(f"{name}(lease with epoch {new_epoch!r}) ({label})", call, "foreign")
-                qq.expect_counts(before, f"{name}(lease with epoch {new_epoch!r})")
+            twin = _copy_with(lease, "epoch", new_epoch)
+            _refused_everywhere(qq, twin, "foreign", f"lease with epoch {new_epoch!r}) ({label}",
+                                f"lease with epoch {new_epoch!r}")
             if qq.caps.injected_clock and lease.deadline != 130.0:
                 raise Failed(f"the lease's deadline is {lease.deadline!r}; expected 130.0 (clock 100 + timeout 30)")
             if qq.call("ack(the real lease)", lambda: qq.q.ack(lease)) is not True:
@@ -378,20 +392,9 @@ def _lease_id_below_1(backend: Backend) -> int:
     try:
         lease = qq.leased("a")
         for bad in (0, -1, -lease.lease_id):
-            twin = copy.copy(lease)
-            try:
-                object.__setattr__(twin, "lease_id", bad)
-            except Exception as exc:  # noqa: BLE001
-                raise Failed(f"cannot set a copied lease's lease_id ({type(exc).__name__}: {exc})") from exc
-            before = qq.counts()
-            calls = [("ack", lambda: qq.q.ack(twin)), ("fail", lambda: qq.q.fail(twin))]
-            if qq.caps.extend:
-                calls.append(("extend", lambda: qq.q.extend(twin, 5.0)))
-            if qq.caps.dead_letter:
-                calls.append(("dead_letter", lambda: qq.q.dead_letter(twin, "poison")))
-            for name, call in calls:
-                qq.refuses(f"{name}(a copy of the live lease with lease_id={bad}, which no queue mints)", call, "invalid")
-                qq.expect_counts(before, f"{name}(lease with lease_id={bad})")
+            twin = _copy_with(lease, "lease_id", bad)
+            _refused_everywhere(qq, twin, "invalid", f"a copy of the live lease with lease_id={bad}, which no queue mints",
+                                f"lease with lease_id={bad}")
         if qq.call("ack(the real lease)", lambda: qq.q.ack(lease)) is not True:
             raise Failed("after the leases with ids below 1 were refused, ack of the real lease did not return True")
         return qq.calls

@@ -311,22 +311,27 @@ def _phase_replay(context: Context, phase: str, headline: str, message: str) -> 
     )
 
 
-def crashed(context: Context, phase: str, crash: Any, seconds: float) -> PhaseResult:
-    """The ``PhaseResult`` of a phase out of which the backend's exception escaped
-    (``crash``: a ``refqueue.conformance.crash.Crash``): a failure of the phase,
-    replayed by running the phase again."""
-    message = f"{phase} phase: {crash.describe()}"
-    result = PhaseResult(timed(0, seconds, crashed=crash.exception))
-    result.failure = {
+def _whole_phase_failure(context: Context, phase: str, message: str, kind: str, **extra: Any) -> dict[str, Any]:
+    """The certificate's failure entry of a phase judged as a whole (no step of it to shrink to)."""
+    return {
         "phase": phase,
         "message": message,
         "steps_to_failure": context.steps_before,
         "phase_steps_to_failure": 0,
         "trace_steps": 0,
         "shrunk": False,
-        "kind": "crash",
-        "crash": crash.to_dict(),
+        "kind": kind,
+        **extra,
     }
+
+
+def crashed(context: Context, phase: str, crash: Any, seconds: float) -> PhaseResult:
+    """The ``PhaseResult`` of a phase out of which the backend's exception escaped
+    (``crash``: a ``refqueue.conformance.crash.Crash``): a failure of the phase,
+    replayed by running the phase again."""
+    message = f"{phase} phase: {crash.describe()}"
+    result = PhaseResult(timed(0, seconds, crashed=crash.exception))
+    result.failure = _whole_phase_failure(context, phase, message, "crash", crash=crash.to_dict())
     result.replay = _phase_replay(context, phase, "raises where docs/API.md says it returns.", message)
     return result
 
@@ -336,15 +341,7 @@ def unfit(context: Context, phase: str, why: str, seconds: float) -> PhaseResult
     (``why`` says why and what to change): the verdict is "could not certify"."""
     message = f"{phase} phase: could not certify: {why}"
     result = PhaseResult(timed(0, seconds, unfit=why))
-    result.failure = {
-        "phase": phase,
-        "message": message,
-        "steps_to_failure": context.steps_before,
-        "phase_steps_to_failure": 0,
-        "trace_steps": 0,
-        "shrunk": False,
-        "kind": "unfit",
-    }
+    result.failure = _whole_phase_failure(context, phase, message, "unfit")
     result.replay = _phase_replay(context, phase, "cannot be certified as given.", message)
     return result
 
