@@ -44,7 +44,8 @@ def test_feature_spec_rejects_unknown_dtype_and_bad_shape():
         FeatureSpec((1,), "float128")
     with pytest.raises(TypeError, match=r"^dtype 3 \(int\) is neither a dtype name nor a torch.dtype"):
         dtype_name(3)
-    with pytest.raises(ValueError, match=r"^FeatureSpec.shape \(2, -1\) has dimension -1; every dimension must be an int >= 0$"):
+    with pytest.raises(ValueError, match=r"^FeatureSpec.shape \(2, -1\) has dimension -1; a shape must be a tuple of non-negative ints, so pass every "
+                       r"dimension as an int >= 0$"):
         FeatureSpec((2, -1), "int8")
     with pytest.raises(ValueError, match=r"has dimension True"):
         FeatureSpec((True,), "int8")
@@ -105,7 +106,7 @@ def test_ref_validation_names_the_value_and_the_fix(changes, error, message):
 def test_keys_and_specs_must_name_the_same_features_in_order():
     keys = {k: f"s1/{k}" for k in EAGLE}
     swapped = dict(list(keys.items())[1:] + list(keys.items())[:1])
-    with pytest.raises(ValueError, match=r"^SampleRef.feature_keys names \['input_ids', .*both must name the same features in the same order$"):
+    with pytest.raises(ValueError, match=r"^SampleRef.feature_keys names \['input_ids', .*both must name the same feature set, in the same order$"):
         make_ref(feature_keys=swapped)
 
 
@@ -114,7 +115,7 @@ def test_required_features_per_algorithm():
         "target_hidden_states", "target_last_hidden_states", "input_ids", "loss_mask",
     )
     specs = {k: v for k, v in EAGLE.items() if k != "loss_mask"}
-    with pytest.raises(ValueError, match=re.escape("SampleRef 's1' for algorithm 'eagle3' lacks the required features ['loss_mask']")):
+    with pytest.raises(ValueError, match=re.escape("SampleRef 's1' for algorithm 'eagle3' is missing required features ['loss_mask']")):
         SampleRef.build("s1", specs, algorithm="eagle3")
 
 

@@ -174,9 +174,19 @@ def check_queue_arguments(
             f"{owner}(visibility_timeout) must be a VisibilityTimeout or None, got "
             f"{describe(visibility_timeout)}; wrap the seconds: VisibilityTimeout(seconds)"
         )
-    fix = "pass a byte count, or None to use the store's"
-    high_override = check_optional_count(f"{owner}(high_watermark_bytes)", high_watermark_bytes, 0, fix)
-    low_override = check_optional_count(f"{owner}(low_watermark_bytes)", low_watermark_bytes, 0, fix)
+    high_override = check_optional_count(
+        f"{owner}(high_watermark_bytes)",
+        high_watermark_bytes,
+        1,
+        "pass a positive byte count (a store always holds >= 0 bytes, so a high of 0 would pause for ever), "
+        "or None to use the store's",
+    )
+    low_override = check_optional_count(
+        f"{owner}(low_watermark_bytes)",
+        low_watermark_bytes,
+        0,
+        "pass a non-negative byte count, or None to use the store's",
+    )
     check_optional_callable(f"{owner}(on_pause)", on_pause, "pass a function taking a StoreHealth")
     check_optional_callable(f"{owner}(on_resume)", on_resume, "pass a function taking a StoreHealth")
     check_optional_count(f"{owner}(max_deliveries)", max_deliveries, 1, "pass None for no limit or a count >= 1")

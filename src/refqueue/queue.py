@@ -951,7 +951,7 @@ class SampleRefQueue:
         if rec is not None:
             status = "pending" if rec.deadline is None else "leased"
             raise DuplicateSample(
-                f"{call}({sample_id!r}): that sample is already {status}; "
+                f"{call}({sample_id!r}): that sample is already {status} (already present in this queue); "
                 f"put it again only after its lease is acked or it is dead-lettered"
             )
         if self._dedup_window and sample_id in self._completed_ids:

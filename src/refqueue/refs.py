@@ -252,7 +252,7 @@ class FeatureSpec:
             if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
                 raise ValueError(
                     f"FeatureSpec.shape {_short(dims)} has dimension {_short(dim)}; "
-                    f"every dimension must be an int >= 0"
+                    f"a shape must be a tuple of non-negative ints, so pass every dimension as an int >= 0"
                 )
             if dim > MAX_INT:
                 raise ValueError(
@@ -374,12 +374,12 @@ class SampleRef:
         if tuple(keys) != tuple(specs):
             raise ValueError(
                 f"SampleRef.feature_keys names {list(keys)} but feature_specs names {list(specs)}; "
-                f"both must name the same features in the same order"
+                f"both must name the same feature set, in the same order"
             )
         missing = [f for f in algorithm.required_features if f not in keys]
         if missing:
             raise ValueError(
-                f"SampleRef {self.sample_id!r} for algorithm {algorithm.value!r} lacks the "
+                f"SampleRef {self.sample_id!r} for algorithm {algorithm.value!r} is missing "
                 f"required features {missing}; add them (it needs "
                 f"{list(algorithm.required_features)})"
             )
@@ -738,7 +738,8 @@ def _looks_like_tensor(obj: object) -> bool:
 def _tensor_error(path: str, value: object) -> TensorOnControlPlane:
     return TensorOnControlPlane(
         f"{path} is a {type(value).__module__}.{type(value).__name__}: the control plane carries no tensors "
-        f"or arrays; put the data in a FeatureStore and pass its SampleRef"
+        f"or arrays (a tensor-like object is not allowed on it); put the data in a FeatureStore and pass its "
+        f"SampleRef"
     )
 
 
@@ -798,8 +799,8 @@ def assert_no_tensors(obj: object, where: str = "ref", *, path: str | None = Non
                     raise _tensor_error(f"{path} key {type(key).__name__}", key)
                 if not isinstance(key, str):
                     raise ValueError(
-                        f"{path} has the key {key!r} ({type(key).__name__}): control-plane mappings are keyed "
-                        f"by str (they travel as JSON); use str keys, e.g. {str(key)!r}"
+                        f"{path} has the key {key!r} ({type(key).__name__}): control-plane dicts must be "
+                        f"str-keyed (they travel as JSON); use str keys, e.g. {str(key)!r}"
                     )
                 walk(item, f"{path}[{key!r}]", depth + 1)
         elif isinstance(value, (list, tuple, set, frozenset)):

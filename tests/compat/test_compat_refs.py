@@ -64,8 +64,8 @@ def test_assert_no_tensors_passes_tensor_free_records():
 
 def test_assert_no_tensors_raises_value_error_naming_the_path():
     with pytest.raises(ValueError, match=exact(
-        "batch['meta'][1] is a torch.Tensor: the control plane carries no tensors or arrays; put the data in "
-        "a FeatureStore and pass its SampleRef"
+        "batch['meta'][1] is a torch.Tensor: the control plane carries no tensors or arrays (a tensor-like "
+        "object is not allowed on it); put the data in a FeatureStore and pass its SampleRef"
     )):
         assert_no_tensors({"meta": [1, torch.zeros(2)]}, path="batch")
 
@@ -83,7 +83,7 @@ def test_assert_no_tensors_catches_objects_that_only_duck_type_as_tensors(tensor
 
 def test_assert_no_tensors_rejects_mapping_keys_that_are_not_str():
     with pytest.raises(ValueError, match=exact(
-        "x has the key 3 (int): control-plane mappings are keyed by str (they travel as JSON); use str keys, "
+        "x has the key 3 (int): control-plane dicts must be str-keyed (they travel as JSON); use str keys, "
         "e.g. '3'"
     )):
         assert_no_tensors({3: "three"}, path="x")
@@ -94,7 +94,7 @@ def test_a_tensor_inside_feature_specs_is_a_value_error():
     specs["input_ids"] = torch.zeros(4, dtype=torch.int64)
     with pytest.raises(ValueError, match=exact(
         "SampleRef.feature_specs['input_ids'] is a torch.Tensor: the control plane carries no tensors or "
-        "arrays; put the data in a FeatureStore and pass its SampleRef"
+        "arrays (a tensor-like object is not allowed on it); put the data in a FeatureStore and pass its SampleRef"
     )):
         hand_built_ref(feature_specs=specs)
 

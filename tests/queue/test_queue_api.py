@@ -162,10 +162,11 @@ def test_constructor_defaults_follow_the_seed():
          "SampleRefQueue(visibility_timeout) must be a VisibilityTimeout or None, got 5.0 (float); wrap the "
          "seconds: VisibilityTimeout(seconds)"),
         (dict(high_watermark_bytes=True, low_watermark_bytes=0), TypeError,
-         "SampleRefQueue(high_watermark_bytes) must be an int or None, got True (bool); pass a byte count, or "
-         "None to use the store's"),
+         "SampleRefQueue(high_watermark_bytes) must be an int or None, got True (bool); pass a positive byte "
+         "count (a store always holds >= 0 bytes, so a high of 0 would pause for ever), or None to use the store's"),
         (dict(high_watermark_bytes=10, low_watermark_bytes=-1), ValueError,
-         "SampleRefQueue(low_watermark_bytes) must be >= 0, got -1; pass a byte count, or None to use the store's"),
+         "SampleRefQueue(low_watermark_bytes) must be >= 0, got -1; pass a non-negative byte count, or None to use "
+         "the store's"),
         (dict(on_pause="log"), TypeError,
          "SampleRefQueue(on_pause) must be callable or None, got 'log' (str); pass a function taking a StoreHealth"),
         (dict(on_resume=3), TypeError,

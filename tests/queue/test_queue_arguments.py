@@ -25,9 +25,11 @@ BAD = [
      "visibility_timeout) must be a VisibilityTimeout or None, got 5 (int); wrap the seconds: "
      "VisibilityTimeout(seconds)"),
     (dict(high_watermark_bytes=-1, low_watermark_bytes=0), ValueError,
-     "high_watermark_bytes) must be >= 0, got -1; pass a byte count, or None to use the store's"),
+     "high_watermark_bytes) must be >= 1, got -1; pass a positive byte count (a store always holds >= 0 bytes, "
+     "so a high of 0 would pause for ever), or None to use the store's"),
     (dict(high_watermark_bytes=10, low_watermark_bytes="5"), TypeError,
-     "low_watermark_bytes) must be an int or None, got '5' (str); pass a byte count, or None to use the store's"),
+     "low_watermark_bytes) must be an int or None, got '5' (str); pass a non-negative byte count, or None to use "
+     "the store's"),
     (dict(on_pause=1), TypeError,
      "on_pause) must be callable or None, got 1 (int); pass a function taking a StoreHealth"),
     (dict(on_resume="x"), TypeError,

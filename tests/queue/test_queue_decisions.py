@@ -318,13 +318,15 @@ def test_d5_live_ids_are_duplicates(make_queue, stored):
     q = make_queue()
     q.put(stored("a"))
     with pytest.raises(DuplicateSample, match=exact(
-        "put('a'): that sample is already pending; put it again only after its lease is acked or it is "
+        "put('a'): that sample is already pending (already present in this queue); put it again only after its "
+        "lease is acked or it is "
         "dead-lettered"
     )):
         q.put(q.store.ref_of("a"))
     q.acquire_nowait()
     with pytest.raises(DuplicateSample, match=exact(
-        "put_blocks_until_below('a'): that sample is already leased; put it again only after its lease is "
+        "put_blocks_until_below('a'): that sample is already leased (already present in this queue); put it "
+        "again only after its lease is "
         "acked or it is dead-lettered"
     )):
         q.put_blocks_until_below(q.store.ref_of("a"))

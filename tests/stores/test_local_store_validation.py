@@ -231,7 +231,7 @@ def test_put_rejects_a_missing_required_feature():
     tensors = eagle3_tensors()
     del tensors["loss_mask"]
     with pytest.raises(ValueError, match=exact(
-        "SampleRef 's0' for algorithm 'eagle3' lacks the required features ['loss_mask']; add them "
+        "SampleRef 's0' for algorithm 'eagle3' is missing required features ['loss_mask']; add them "
         "(it needs ['aux_hidden_states', 'input_ids', 'attention_mask', 'loss_mask'])"
     )):
         put(store, "s0", tensors)
@@ -356,7 +356,7 @@ def test_get_rejects_a_ref_of_another_store():
     a, b = LocalFeatureStore(uri="mem://a"), LocalFeatureStore(uri="mem://b")
     ref = put(b, "s0")
     with pytest.raises(ValueError, match=exact(
-        "LocalFeatureStore.get: ref 's0' names store 'mem://b', but this store is 'mem://a'; "
+        "LocalFeatureStore.get: ref 's0' names store 'mem://b', which does not match this store's URI 'mem://a'; "
         "use the store the ref names"
     )):
         a.get(ref)
@@ -395,7 +395,7 @@ def test_get_with_a_ref_of_another_incarnation_is_a_mismatch():
 def test_release_rejects_a_foreign_handle():
     store = LocalFeatureStore(uri="mem://a")
     with pytest.raises(ValueError, match=exact(
-        "LocalFeatureStore.release got a handle of store 'mem://b', but this store is 'mem://a'; "
+        "LocalFeatureStore.release got a handle of store 'mem://b', a different store than this one ('mem://a'); "
         "release it on the store that gave it out"
     )):
         store.release(StoreHandle("mem://b", "s0", 1))

@@ -84,7 +84,8 @@ def test_refs_and_handles_of_another_store_are_rejected_alike(tmp_path, kind):
     ref = put(store, "a")
     foreign = SampleRef.from_dict(ref.to_dict() | {"store_uri": "mem://elsewhere"})
     with pytest.raises(ForeignRef, match=exact(
-        f"{kind}.scrub: ref 'a' names store 'mem://elsewhere', but this store is {uri!r}; use the store "
+        f"{kind}.scrub: ref 'a' names store 'mem://elsewhere', which does not match this store's URI {uri!r}; "
+        f"use the store "
         f"the ref names"
     )):
         store.scrub(foreign)
@@ -93,7 +94,8 @@ def test_refs_and_handles_of_another_store_are_rejected_alike(tmp_path, kind):
     )):
         store.get("a")
     with pytest.raises(ForeignRef, match=exact(
-        f"{kind}.release got a handle of store 'mem://elsewhere', but this store is {uri!r}; release it "
+        f"{kind}.release got a handle of store 'mem://elsewhere', a different store than this one ({uri!r}); "
+        f"release it "
         f"on the store that gave it out"
     )):
         store.release(StoreHandle("mem://elsewhere", "a", 1))

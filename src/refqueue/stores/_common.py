@@ -76,8 +76,8 @@ def check_ref(owner: str, call: str, ref: object, store_uri: str) -> SampleRef:
         )
     if ref.store_uri != store_uri:
         raise ForeignRef(
-            f"{owner}.{call}: ref {ref.sample_id!r} names store {ref.store_uri!r}, but "
-            f"this store is {store_uri!r}; use the store the ref names"
+            f"{owner}.{call}: ref {ref.sample_id!r} names store {ref.store_uri!r}, which "
+            f"does not match this store's URI {store_uri!r}; use the store the ref names"
         )
     return ref
 
@@ -92,7 +92,7 @@ def check_handle(owner: str, handle: object, store_uri: str) -> StoreHandle:
         )
     if handle.store_uri != store_uri:
         raise ForeignRef(
-            f"{owner}.release got a handle of store {handle.store_uri!r}, but this "
-            f"store is {store_uri!r}; release it on the store that gave it out"
+            f"{owner}.release got a handle of store {handle.store_uri!r}, a different store "
+            f"than this one ({store_uri!r}); release it on the store that gave it out"
         )
     return handle
