@@ -18,6 +18,11 @@ share it, so one server holds many queues):
 ``P redeliv``    hash sample id -> fails + reclaims of this incarnation
 ``P deadlines``  sorted set: leased sample id, score its deadline; equal
                  scores sort by id (bytes), the model's tie order
+``P leasedat``   sorted set: leased sample id, score the time (the queue's
+                 clock) of its live lease's acquire; read only by the
+                 ``gauges`` observer (the oldest open lease, leases older
+                 than the timeout).  A lease acquired by a client that did
+                 not write it (an older refqueue) has no entry
 ``P dead``       list of dead letters, JSON ``[ref_json, reason, deliveries]``
 ``P done``/``P doneset``  the last ``dedup_window`` completed ids (D5)
 ``P acked``      list: the newest 10,000 lease ids whose ack committed, newest
@@ -107,7 +112,7 @@ __all__ = ["CORRUPT", "KEYS", "LOST", "PRELUDE", "READS", "SCRIPTS", "source"]
 # Every key of a queue but the producers' ``room:<token>`` lists (which expire
 # by themselves within a minute), after the prefix.
 KEYS = ("meta", "tips", "pending", "refs", "lease", "deliv", "redeliv", "deadlines", "dead", "done", "doneset",
-        "wake", "producers", "acked", "parked", "intents", "intentdue", "donerefs", "doneorder")
+        "wake", "producers", "acked", "parked", "intents", "intentdue", "donerefs", "doneorder", "leasedat")
 
 # Helpers every script starts with.
 PRELUDE = r"""
@@ -117,6 +122,7 @@ local DELIV, REDELIV, DEADLINES = P .. 'deliv', P .. 'redeliv', P .. 'deadlines'
 local DEAD, DONE, DONESET, WAKE, PRODUCERS = P .. 'dead', P .. 'done', P .. 'doneset', P .. 'wake', P .. 'producers'
 local ACKED, PARKED, TIPS = P .. 'acked', P .. 'parked', P .. 'tips'
 local INTENTS, INTENTDUE, DONEREFS, DONEORDER = P .. 'intents', P .. 'intentdue', P .. 'donerefs', P .. 'doneorder'
+local LEASEDAT = P .. 'leasedat'
 local MAXD = tonumber(ARGV[1])
 local DEDUP = tonumber(ARGV[2])
 local DEADLIMIT = tonumber(ARGV[3])
@@ -127,7 +133,7 @@ local A = {unpack(ARGV, 7)}
 local KIND = {[META] = 'hash', [TIPS] = 'hash', [PENDING] = 'list', [REFS] = 'hash', [LEASE] = 'hash',
   [DELIV] = 'hash', [REDELIV] = 'hash', [DEADLINES] = 'zset', [DEAD] = 'list', [DONE] = 'list',
   [DONESET] = 'set', [WAKE] = 'list', [PRODUCERS] = 'zset', [ACKED] = 'list', [PARKED] = 'hash',
-  [INTENTS] = 'hash', [INTENTDUE] = 'zset', [DONEREFS] = 'hash', [DONEORDER] = 'zset'}
+  [INTENTS] = 'hash', [INTENTDUE] = 'zset', [DONEREFS] = 'hash', [DONEORDER] = 'zset', [LEASEDAT] = 'zset'}
 
 local function shown(value)
   local text = tostring(value)
@@ -362,7 +368,8 @@ local function finish_check(id, reason)
   if not r.deadline then corrupt('sample ' .. shown(id) .. ' is leased but key ' .. DEADLINES .. ' holds no deadline for it') end
   count(r.deliv, 'key ' .. DELIV .. ' field ' .. shown(id))
   count(r.redeliv, 'key ' .. REDELIV .. ' field ' .. shown(id))
-  expect(reason and DEAD or ACKED, INTENTS, INTENTDUE, DONEORDER)
+  expect(reason and DEAD or ACKED, INTENTS, INTENTDUE, DONEORDER, LEASEDAT)
+  r.leased_at = redis.call('ZSCORE', LEASEDAT, id) or ''
   if DEDUP > 0 then expect(DONE, DONESET) end
   if M.closed then expect(PENDING, WAKE) end
   return r
@@ -378,12 +385,13 @@ local function finish_commit(id, reason, due, r)
   local ref = r.ref
   local undo = {id = id, lease = r.lease, deadline = r.deadline, deliv = r.deliv, redeliv = r.redeliv,
                 reason = reason or '', dropped = {}, evicted = '', acked_trimmed = '', due = due,
-                prevdone = r.prevdone}
+                prevdone = r.prevdone, leased_at = r.leased_at}
   redis.call('HDEL', REFS, id)
   redis.call('HDEL', LEASE, id)
   redis.call('HDEL', DELIV, id)
   redis.call('HDEL', REDELIV, id)
   redis.call('ZREM', DEADLINES, id)
+  redis.call('ZREM', LEASEDAT, id)
   if reason then
     redis.call('RPUSH', DEAD, cjson.encode({ref, reason, tonumber(undo.deliv)}))
     local over = redis.call('LLEN', DEAD) - DEADLIMIT
@@ -437,6 +445,7 @@ local function requeue_check(id)
 end
 
 local function requeue_lists()
+  expect(LEASEDAT)
   redis.call('LLEN', PENDING)
   redis.call('LLEN', WAKE)
 end
@@ -446,6 +455,7 @@ local function requeue(id)
   bump()
   redis.call('HDEL', LEASE, id)
   redis.call('ZREM', DEADLINES, id)
+  redis.call('ZREM', LEASEDAT, id)
   redis.call('HINCRBY', REDELIV, id, 1)
   redis.call('RPUSH', PENDING, id)
   wake_one()
@@ -588,12 +598,14 @@ end
 count(redis.call('HGET', DELIV, id), 'key ' .. DELIV .. ' field ' .. shown(id))
 local redeliv = count(redis.call('HGET', REDELIV, id), 'key ' .. REDELIV .. ' field ' .. shown(id))
 local wakes = redis.call('LLEN', WAKE)
+expect(LEASEDAT)
 local now, deadline = times(A[1], A[2], A[3])
 bump()
 redis.call('LPOP', PENDING)
 local lease_id = redis.call('HINCRBY', META, 'seq', 1)
 redis.call('HSET', LEASE, id, lease_id)
 redis.call('ZADD', DEADLINES, deadline, id)
+redis.call('ZADD', LEASEDAT, now, id)
 redis.call('HINCRBY', DELIV, id, 1)
 if redis.call('LLEN', PENDING) == 0 then
   redis.call('DEL', WAKE)
@@ -611,9 +623,11 @@ if redis.call('HGET', LEASE, id) ~= A[2] then return 0 end
 local deliv = count(redis.call('HGET', DELIV, id), 'key ' .. DELIV .. ' field ' .. shown(id))
 local wakes = redis.call('LLEN', WAKE)
 redis.call('LLEN', PENDING)
+expect(LEASEDAT)
 bump()
 redis.call('HDEL', LEASE, id)
 redis.call('ZREM', DEADLINES, id)
+redis.call('ZREM', LEASEDAT, id)
 redis.call('HSET', DELIV, id, math.max(0, deliv - 1))
 redis.call('LPUSH', PENDING, id)
 if wakes < redis.call('LLEN', PENDING) then redis.call('RPUSH', WAKE, '1') end
@@ -643,7 +657,7 @@ if redis.call('HEXISTS', REFS, id) == 1 then return 0 end
 if redis.call('HGET', INTENTS, id) ~= ref then return 0 end
 local due = redis.call('ZSCORE', INTENTDUE, id)
 if not due or tonumber(due) ~= tonumber(undo.due) then return 0 end
-expect(DONEREFS, DONEORDER, LEASE, DELIV, REDELIV, DEADLINES, DEAD, ACKED, DONE, DONESET, PENDING, WAKE)
+expect(DONEREFS, DONEORDER, LEASE, DELIV, REDELIV, DEADLINES, DEAD, ACKED, DONE, DONESET, PENDING, WAKE, LEASEDAT)
 bump()
 redis.call('HDEL', INTENTS, id)
 redis.call('ZREM', INTENTDUE, id)
@@ -658,6 +672,7 @@ redis.call('HSET', LEASE, id, undo.lease)
 redis.call('HSET', DELIV, id, undo.deliv)
 redis.call('HSET', REDELIV, id, undo.redeliv)
 redis.call('ZADD', DEADLINES, undo.deadline, id)
+if undo.leased_at and undo.leased_at ~= '' then redis.call('ZADD', LEASEDAT, undo.leased_at, id) end
 if undo.reason ~= '' then
   redis.call('LREM', DEAD, -1, cjson.encode({ref, undo.reason, tonumber(undo.deliv)}))
   if #undo.dropped > 0 then
@@ -809,10 +824,31 @@ elseif what == 'gauges' then
       intent_bytes = intent_bytes + decoded.estimated_bytes
     end
   end
+  -- the leases now (A[2]: the client's clock, "" for the server's TIME; A[3]
+  -- the visibility timeout): O(log n) reads of the two sorted sets
+  local now = A[2]
+  if now == '' then now = fmt(server_now()) end
+  local past = redis.call('ZCOUNT', DEADLINES, '-inf', now)
+  local first = redis.call('ZRANGE', DEADLINES, 0, 0, 'WITHSCORES')
+  local oldest = redis.call('ZRANGE', LEASEDAT, 0, 0, 'WITHSCORES')
+  local older = redis.call('ZCOUNT', LEASEDAT, '-inf', '(' .. fmt(tonumber(now) - tonumber(A[3])))
+  -- the producers waiting now, in every client, and the bytes they park (a
+  -- registration that ran out counts no more; nothing is written here)
+  local ms = server_ms()
+  local blocked, parked = 0, 0
+  local entries = redis.call('HGETALL', PARKED)
+  for i = 1, #entries, 2 do
+    local until_ms = redis.call('ZSCORE', PRODUCERS, entries[i])
+    if until_ms and tonumber(until_ms) > ms then
+      blocked = blocked + 1
+      parked = parked + (tonumber(entries[i + 1]) or 0)
+    end
+  end
   return {redis.call('LLEN', PENDING), redis.call('ZCARD', DEADLINES), redis.call('HLEN', INTENTS),
           redis.call('LLEN', DEAD), redis.call('HGET', META, 'dropped') or '0', redis.call('HGET', META, 'paused'),
           redis.call('HGET', META, 'closed'), redis.call('HGET', META, 'seq'), redis.call('HGET', META, 'version'),
-          string.format('%d', intent_bytes)}
+          string.format('%d', intent_bytes), now, past, first[2] or '', oldest[2] or '', older,
+          redis.call('ZCARD', LEASEDAT), blocked, string.format('%d', parked)}
 end
 return redis.error_reply('ERR refqueue observe: unknown ' .. tostring(what))
 """,

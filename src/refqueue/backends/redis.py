@@ -426,6 +426,14 @@ class RedisSampleRefQueue:
             self._store_lock = self._step_lock = threading.Lock()
         self._reclaimer_lock = threading.Lock()
         self._reclaimer: Reclaimer | None = None
+        # What this client's own threads wait for, for gauges(): each producer
+        # blocked in put_blocks_until_below (token -> (the clock at its first
+        # park, its ref's bytes)), the clock-seconds of the waits that ended,
+        # and the consumers blocked in acquire on an empty queue.
+        self._waits_lock = threading.Lock()
+        self._blocked_here: dict[str, tuple[float | None, int]] = {}
+        self._blocked_seconds = 0.0
+        self._consumers_waiting = 0
         # The refs of this client's recent leases, by their JSON (see _ref).
         self._refs: dict[str, SampleRef] = {}
         self._refs_lock = threading.Lock()
@@ -685,8 +693,17 @@ class RedisSampleRefQueue:
                 registered = True
                 park_now = not parked
                 parked = True
+                if park_now:
+                    with self._waits_lock:
+                        self._blocked_here.setdefault(token, (self._wait_clock(), nbytes))
                 self._wait_for_room(token, nbytes, park_now, room, poll_interval)
         finally:
+            with self._waits_lock:
+                since = self._blocked_here.pop(token, (None, 0))[0]
+                if since is not None:
+                    now = self._wait_clock()
+                    if now is not None:
+                        self._blocked_seconds += max(0.0, now - since)
             if registered or parked:
                 # leaving the waiting producers: a failure here must neither fail a put that
                 # committed nor hide the error that ended the call; the registration then
@@ -737,8 +754,14 @@ class RedisSampleRefQueue:
             remaining = deadline - _monotonic()
             if remaining <= 0:
                 return None
-            with self._connection("acquire"):
-                self._redis.blpop([wake], timeout=_slice(remaining))
+            with self._waits_lock:
+                self._consumers_waiting += 1
+            try:
+                with self._connection("acquire"):
+                    self._redis.blpop([wake], timeout=_slice(remaining))
+            finally:
+                with self._waits_lock:
+                    self._consumers_waiting -= 1
 
     def acquire_nowait(self) -> Lease | None:
         """Lease the oldest pending ref, or None at once when nothing is pending."""
@@ -1128,37 +1151,140 @@ class RedisSampleRefQueue:
         return letters
 
     def metrics(self) -> dict[str, Any]:
-        """Live gauges of the queue, read from the server in one script, and
-        this client's reclaimer: ``pending``, ``outstanding``, ``intents``
-        (completions whose data is not known to be scrubbed), ``dead_letters``,
-        ``dead_letters_dropped``, ``paused``, ``closed``, ``leases_issued``,
-        ``intent_bytes`` (their data's bytes, from their refs'
-        ``estimated_bytes``: still resident and still in the store's
-        ``health().resident_bytes`` until the scrub, which frees them),
-        ``version`` (state changes so far), ``reclaimer_running``,
-        ``reclaimer_errors``, ``reclaimer_consecutive_errors``,
-        ``reclaimer_last_error`` and ``reclaimer_last_error_at``."""
-        pending, outstanding, intents, dead, dropped, paused, closed, seq, version, intent_bytes = self._observe(
-            "metrics", "gauges"
-        )
+        """The queue's gauges now (``gauges()``), under the names of
+        ``SampleRefQueue.metrics()``, so ``refqueue.diagnose`` and
+        ``refqueue.prometheus.RefqueueCollector`` read it unchanged.  The
+        Redis queue records no events: there are no event counters
+        (``"counters"`` is False)."""
+        return {**self.gauges(), "counters": False}
+
+    def gauges(self) -> dict[str, Any]:
+        """What the queue holds and who waits on it, now: one read-only script
+        on the server (O(log n) in the leases: two sorted sets; O(producers
+        waiting) and O(open scrub intents) besides), this client's store's
+        ``health()`` and this client's own counts.
+
+        Of the whole queue, every client: ``clock`` (the time the script read
+        the leases at: the injected clock, or the server's ``TIME``),
+        ``pending``, ``outstanding``, ``closed``, ``paused``,
+        ``dead_letters`` and ``dead_letters_kept`` (both the letters the
+        server keeps now: unlike the in-process queue's ``dead_letters``,
+        not a count of every dead-lettering; a drain lowers it),
+        ``dead_letters_dropped``; ``producers_blocked`` and ``parked_bytes``
+        (producers of any client waiting in ``put_blocks_until_below`` now,
+        whose registration has not run out, and their refs' bytes: what the
+        hysteresis discounts, D8); ``oldest_open_lease_age_seconds`` (since
+        the oldest outstanding lease's acquire; 0.0 with none),
+        ``leases_past_deadline`` (outstanding leases whose deadline is
+        ``<= clock``: only a reclaim takes them back),
+        ``most_overdue_lease_seconds``, ``leases_older_than_timeout``,
+        ``visibility_timeout_seconds``; ``intents``, ``intent_bytes``
+        (completions whose data is not known to be scrubbed, and their
+        bytes), ``leases_issued``, ``version``.
+
+        Of this client (this process's ``RedisSampleRefQueue`` object) only:
+        ``producers_blocked_here``, ``parked_bytes_here``,
+        ``producer_blocked_seconds`` (clock-seconds this client's producers
+        spent blocked in ``put_blocks_until_below``, from the first park to
+        the call's end, the waits in progress included; the injected clock's,
+        else this machine's monotonic clock), ``consumers_waiting`` (this
+        client's threads in ``acquire`` waiting on an empty queue);
+        ``reclaimer_running`` (this client's reclaimer: another client's may
+        run), ``reclaimer_interval``, ``reclaimer_errors``,
+        ``reclaimer_consecutive_errors``, ``reclaimer_last_error`` (what
+        stopped it, else its last error; None: none), ``reclaimer_last_error_at``;
+        ``resident_bytes``, ``resident_samples``, ``capacity_bytes``
+        (this client's store's ``health()``; None with ``store_error`` if it
+        raised), ``high_watermark_bytes``, ``low_watermark_bytes``,
+        ``effective_resident_bytes`` (resident - the queue's parked bytes).
+
+        ``live_bytes`` and ``unaccounted_bytes`` are None: the server keeps
+        no running sum of the live refs' bytes and summing them would scan
+        every ref, so the "residency held by orphans" diagnosis is not made
+        for a Redis queue.  Leases acquired through a client of an older
+        refqueue (before the ``leasedat`` key) have no acquire time: they
+        count in ``outstanding`` and ``leases_past_deadline`` but not in the
+        oldest lease's age nor ``leases_older_than_timeout``
+        (``leases_timed`` says how many have one)."""
         status = self.reclaimer_status()
+        with self._step_lock:
+            now_text, _ = self._times(0.0, "metrics")
+            with self._connection("metrics"):
+                (pending, outstanding, intents, dead, dropped, paused, closed, seq, version, intent_bytes, now_text,
+                 past, first_deadline, oldest_acquire, older, timed, blocked, parked) = self._run(
+                    "observe", "gauges", now_text, self._vt_text
+                )
+        now = float(now_text)
+        with self._waits_lock:
+            mine = list(self._blocked_here.values())
+            blocked_seconds = self._blocked_seconds
+            consumers_waiting = self._consumers_waiting
+        wait_now = self._wait_clock()
+        if wait_now is not None:
+            blocked_seconds += sum(max(0.0, wait_now - since) for since, _ in mine if since is not None)
+        store_error = None
+        try:
+            health = self._store.health()
+            resident, samples, capacity = health.resident_bytes, health.sample_count, health.capacity_bytes
+        except Exception as exc:  # a closed store: the gauges still answer
+            resident = samples = capacity = None
+            store_error = repr(exc)
+        parked = int(parked)
         return {
+            "clock": now,
             "pending": int(pending),
             "outstanding": int(outstanding),
+            "closed": closed == "1",
+            "paused": paused == "1",
+            "dead_letters": int(dead),
+            "dead_letters_kept": int(dead),
+            "dead_letters_dropped": int(dropped),
+            "producers_blocked": int(blocked),
+            "parked_bytes": parked,
+            "producers_blocked_here": len(mine),
+            "parked_bytes_here": sum(n for _, n in mine),
+            "producer_blocked_seconds": blocked_seconds,
+            "consumers_waiting": consumers_waiting,
+            "oldest_open_lease_age_seconds": 0.0 if oldest_acquire == "" else max(0.0, now - float(oldest_acquire)),
+            "leases_past_deadline": int(past),
+            "most_overdue_lease_seconds": (
+                max(0.0, now - float(first_deadline)) if first_deadline != "" and int(past) > 0 else 0.0
+            ),
+            "leases_older_than_timeout": int(older),
+            "leases_timed": int(timed),
+            "visibility_timeout_seconds": self._vt_seconds,
             "intents": int(intents),
             "intent_bytes": int(intent_bytes),
-            "dead_letters": int(dead),
-            "dead_letters_dropped": int(dropped),
-            "paused": paused == "1",
-            "closed": closed == "1",
             "leases_issued": int(seq),
             "version": int(version),
             "reclaimer_running": status["running"],
+            "reclaimer_interval": status.get("interval"),
             "reclaimer_errors": status.get("errors", 0),
             "reclaimer_consecutive_errors": status.get("consecutive_errors", 0),
-            "reclaimer_last_error": status.get("last_error"),
+            "reclaimer_last_error": status.get("stopped_by") or status.get("last_error"),
             "reclaimer_last_error_at": status.get("last_error_at"),
+            "resident_bytes": resident,
+            "resident_samples": samples,
+            "capacity_bytes": capacity,
+            "store_error": store_error,
+            "high_watermark_bytes": self._high,
+            "low_watermark_bytes": self._low,
+            "effective_resident_bytes": None if resident is None else max(0, resident - parked),
+            "live_bytes": None,
+            "unaccounted_bytes": None,
         }
+
+    def _wait_clock(self) -> float | None:
+        """The clock of this client's blocked-time gauge: the injected clock
+        (None if it raised or read no finite number), else this machine's
+        monotonic clock.  Never a reason for a call to fail."""
+        if self._now is None:
+            return _monotonic()
+        try:
+            now = float(self._now())
+        except Exception:
+            return None
+        return now if math.isfinite(now) else None
 
     def drain_dead_letters(self) -> list[DeadLetter]:
         """The dead letters, then removed from the server: each one parsed
@@ -1525,6 +1651,32 @@ def make_server_time(store: Any, clock: Any, **config: Any) -> RedisSampleRefQue
     return build(RedisSampleRefQueue, store, None, **config)
 
 
+def open_client(queue: RedisSampleRefQueue, store: Any, clock: Any) -> RedisSampleRefQueue:
+    """Another client of ``queue``'s queue, as the conformance kit opens one
+    (``make.open_client``, docs/CERTIFYING.md): its own connection pool, the
+    same configuration and callbacks, bound to ``store``.
+
+    ``clock`` is the clock of the machine the client runs on, and is not read:
+    lease time is the queue's one clock (the server's ``TIME``, or the
+    injected clock that stands in for it in tests), so a client on a machine
+    whose clock is off gives the same deadlines.  The clients one process
+    opens this way are one process to D2: they share ``queue``'s locks and its
+    queue of due callbacks, so none of them sees another's completion between
+    its commit and its scrub, and callbacks are delivered in the order of the
+    changes (another process still sees the window: docs/REDIS.md)."""
+    from refqueue.backends._redis_faults import _open
+
+    if not isinstance(queue, RedisSampleRefQueue):
+        raise TypeError(f"open_client(queue) must be a RedisSampleRefQueue, got {describe(queue)}")
+    kwargs = queue._redis.connection_pool.connection_kwargs
+    client = redis_py.Redis(connection_pool=redis_py.ConnectionPool(**kwargs))
+    args = {**queue._open_args, "on_pause": queue._callbacks["pause"], "on_resume": queue._callbacks["resume"]}
+    other = _open(type(queue), args, store, queue._clock, client=client)
+    other._store_lock, other._step_lock = queue._store_lock, queue._step_lock
+    other._callbacks_due = queue._callbacks_due
+    return other
+
+
 def build(queue_class: type[RedisSampleRefQueue], store: Any, clock: Any, **config: Any) -> RedisSampleRefQueue:
     """``make`` for ``queue_class`` (a subclass of ``RedisSampleRefQueue``)."""
     options = {key: config.pop(key) for key in _FACTORY_OPTIONS if key in config}
@@ -1585,5 +1737,7 @@ def _faults() -> Any:
 
 make.capabilities = _capabilities()  # type: ignore[attr-defined]
 make.faults = _faults()  # type: ignore[attr-defined]
+make.open_client = open_client  # type: ignore[attr-defined]
 make_server_time.capabilities = _capabilities(injected_clock=False)  # type: ignore[attr-defined]
 make_server_time.faults = _faults()  # type: ignore[attr-defined]
+make_server_time.open_client = open_client  # type: ignore[attr-defined]
