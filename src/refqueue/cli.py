@@ -44,7 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    return int(importlib.import_module(args._module).run(args) or 0)
+    from refqueue._torch import TorchMissing
+
+    try:
+        return int(importlib.import_module(args._module).run(args) or 0)
+    except TorchMissing as exc:  # a subcommand that needs torch, without it: what to install, no traceback
+        print(f"refqueue {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

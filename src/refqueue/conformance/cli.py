@@ -209,11 +209,17 @@ def _probe(backend: Any, options: dict[str, Any]) -> str | None:
 
 
 def run(args: Any) -> int:
+    from refqueue._torch import TorchMissing, require_torch
     from refqueue.conformance.certify import certify, write_certificate
     from refqueue.conformance.contract import load_backend
     from refqueue.conformance.crash import KitBug, blame
     from refqueue.conformance.progress import Progress
 
+    try:  # the kit's samples are torch tensors: without torch, no run can start (exit 2, not a verdict)
+        require_torch("refqueue certify (the kit writes torch tensors into the backend's store)")
+    except TorchMissing as exc:
+        print(f"refqueue certify: {exc}", file=sys.stderr)
+        return 2
     try:
         backend = load_backend(args.backend)
     except (TypeError, ValueError) as exc:

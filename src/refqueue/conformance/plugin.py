@@ -199,9 +199,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     target = config.getoption("refqueue_backend")
     if not target:
         return
+    from refqueue._torch import TorchMissing, require_torch
     from refqueue.conformance.contract import load_backend
     from refqueue.conformance.phases import PHASES
 
+    try:  # one clear error, not a failure per check
+        require_torch(f"the conformance kit (--refqueue-backend {target}; its samples are torch tensors)")
+    except TorchMissing as exc:
+        raise pytest.UsageError(str(exc)) from None
     try:
         backend = load_backend(target)
     except (TypeError, ValueError) as exc:

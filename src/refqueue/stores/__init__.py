@@ -4,6 +4,12 @@
   on ``cpu`` or ``cuda``; URIs ``mem://<name>``.
 """
 
-from refqueue.stores.local import LocalFeatureStore
+from refqueue._torch import require_torch
+
+# Every store module imports torch; without it, say what to install, once, here
+# (this package's __init__ runs before any of its modules).
+require_torch("refqueue.stores (LocalFeatureStore, SharedDirFeatureStore)")
+
+from refqueue.stores.local import LocalFeatureStore  # noqa: E402
 
 __all__ = ["LocalFeatureStore"]

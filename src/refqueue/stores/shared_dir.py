@@ -80,8 +80,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import save_file
+
+from refqueue._torch import require_safetensors
+
+require_safetensors("SharedDirFeatureStore (it writes safetensors files)")
+
+from safetensors import SafetensorError  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
 
 from refqueue.errors import RefMismatch, SampleMissing, StoreClosed
 from refqueue.refs import FeatureAlgorithm, SampleRef
