@@ -135,6 +135,8 @@ class TensorOnControlPlane(RefQueueError, ValueError, TypeError):
 
 class SchemaMismatch(RefQueueError, ValueError):
     """A ``FeatureDataLoader`` leased a ref it cannot train on: another
-    algorithm, schema version or store than the loader's."""
+    algorithm, schema version or store than the loader's, or a ref whose data
+    the store cannot serve (never put, scrubbed, or not the ref the store
+    made).  The loader dead-lettered it (D7) before raising."""
 
     KIND = "invalid"  # an argument error: the ref does not fit the consumer

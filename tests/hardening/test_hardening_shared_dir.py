@@ -38,7 +38,7 @@ pytest.importorskip("safetensors")
 
 from disk_helpers import fill, free, small_disk  # noqa: E402
 
-from refqueue.errors import DuplicateSample, RefMismatch  # noqa: E402
+from refqueue.errors import DuplicateSample, RefMismatch, SchemaMismatch  # noqa: E402
 from refqueue.loader import FeatureDataLoader  # noqa: E402
 from refqueue.queue import SampleRefQueue, VisibilityTimeout  # noqa: E402
 from refqueue.stores.shared_dir import SharedDirFeatureStore  # noqa: E402
@@ -155,6 +155,8 @@ def test_the_loader_dead_letters_a_damaged_sample_and_delivers_the_good_ones_beh
     damage(store, "s0", "header not JSON")
     queue.close()
     loader = FeatureDataLoader(queue, store, poll_interval=0.01)
+    with pytest.raises(SchemaMismatch, match="^FeatureDataLoader cannot train on ref 's0': the store cannot serve it: "):
+        next(loader)  # at s0's place, dead-lettered at once (D7); the loader stays usable
     seen = [batch[0].lease.ref.sample_id for batch in loader]
     assert seen == ["s1", "s2"]
     (dead,) = queue.dead_letters()
