@@ -39,6 +39,13 @@ The rules (a key a metrics dict lacks, or holds as None, decides nothing):
     waiting in ``acquire`` now (live) or, from a log, consumers waited on an
     empty queue for at least half the log's span (thread-seconds) and longer
     than producers were blocked.
+``trainer_waits_on_loader``
+    "the trainer is waiting on the loader": a ``FeatureDataLoader``'s
+    ``next()`` has been waiting at least one visibility timeout now
+    (``loader_longest_wait_seconds``, from the loader's ``loader_wait`` /
+    ``loader_batch`` records; 10 s when the timeout is not known).  The
+    detail says whether samples are pending (the loader itself is held up:
+    store gets, retries) or the queue is empty (the producers are behind).
 ``dead_letters_growing``
     "dead letters growing": with ``previous``, more samples were
     dead-lettered than at ``previous``.
@@ -63,6 +70,7 @@ CONDITIONS: dict[str, str] = {
                                  "the timeout",
     "orphan_residency": "residency held by orphans",
     "producer_bottleneck": "consumers idle on an empty queue: producer-side bottleneck",
+    "trainer_waits_on_loader": "the trainer is waiting on the loader",
     "dead_letters_growing": "dead letters growing",
 }
 
@@ -111,9 +119,13 @@ _NUMBERS = frozenset({
     "consumers_waiting", "oldest_open_lease_age_seconds", "leases_past_deadline", "most_overdue_lease_seconds",
     "leases_older_than_timeout", "visibility_timeout_seconds", "reclaimer_consecutive_errors", "resident_bytes",
     "high_watermark_bytes", "low_watermark_bytes", "effective_resident_bytes", "live_bytes", "unaccounted_bytes",
-    "consumer_empty_wait_seconds", "seconds", "clock", "last_reclaim_call",
+    "consumer_empty_wait_seconds", "seconds", "clock", "last_reclaim_call", "loader_waiting",
+    "loader_longest_wait_seconds", "loader_wait_seconds", "loader_batches", "loader_retries",
 })
 _FLAGS = frozenset({"paused", "closed", "reclaimer_running"})
+
+
+_LOADER_WAIT_DEFAULT = 10.0  # seconds: trainer_waits_on_loader's limit when the visibility timeout is not known
 
 
 def _pick(m: Mapping[str, Any], *keys: str) -> dict[str, Any]:
@@ -217,6 +229,25 @@ def diagnose(metrics: Mapping[str, Any], previous: Mapping[str, Any] | None = No
                 + "no producer is blocked: the producers do not fill the queue fast enough",
                 _pick(m, "consumers_waiting", "consumer_empty_wait_seconds", "producer_blocked_seconds", "pending",
                       "seconds"),
+            ))
+
+    loader_wait = get("loader_longest_wait_seconds")
+    if (get("loader_waiting") or 0) > 0 and loader_wait is not None:
+        limit = get("visibility_timeout_seconds") or _LOADER_WAIT_DEFAULT
+        if loader_wait >= limit:
+            pending = get("pending")
+            retries = get("loader_retries") or 0
+            if pending:
+                why = (f"{pending} sample(s) are pending, so the loader itself is held up (its store gets, "
+                       f"{retries} retried call(s) so far): look at the store and the loader's device copies")
+            else:
+                why = "nothing is pending: the producers are behind (see producer_bottleneck)"
+            found.append(Condition(
+                "trainer_waits_on_loader", CONDITIONS["trainer_waits_on_loader"],
+                f"{get('loader_waiting')} loader next() call(s) waiting now, the longest for {_s(loader_wait)} "
+                f"(at least {_s(limit)}); {why}",
+                _pick(m, "loader_waiting", "loader_longest_wait_seconds", "loader_wait_seconds", "loader_batches",
+                      "loader_retries", "pending", "consumers_waiting", "visibility_timeout_seconds"),
             ))
 
     if prev is not None:

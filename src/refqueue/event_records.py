@@ -94,6 +94,9 @@ FIELDS: dict[str, dict[str, Any]] = {
     "get": {**_SAMPLE, "handle": _int, **_STORE_COUNTS},
     "release": {**_SAMPLE, "handle": _int, **_STORE_COUNTS},
     "store_close": _STORE_COUNTS,
+    "loader_wait": {"loader": _positive},
+    "loader_batch": {"loader": _positive, "samples": _count, "waited": _seconds, "outcome": _str},
+    "loader_retry": {"loader": _positive, "sample": _str, "call": _str, "error": _str},
 }
 
 # ev -> the fields every writer (a queue, a store, RecordedBackend) writes
@@ -103,6 +106,8 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "ack": ("sample", "lease", "live"), "fail": ("sample", "lease", "live"), "dead_letter": ("sample", "lease", "live"),
     "extend": ("sample", "lease", "live"), "store_put": ("sample", "nbytes"), "scrub": ("sample", "nbytes"),
     "get": ("sample", "handle"), "release": ("sample", "handle"),
+    "loader_wait": ("loader",), "loader_batch": ("loader", "samples", "waited"),
+    "loader_retry": ("loader", "sample", "call"),
 }
 
 _COMMON = {"seq": _positive, "pid": _int, "tid": _int, "t": _optional(_seconds), "q": _positive, "s": _positive}

@@ -57,7 +57,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["EventLog", "Sink", "RingSink", "JsonlSink", "CallbackSink", "QUEUE_EVENTS", "STORE_EVENTS"]
+__all__ = ["EventLog", "Sink", "RingSink", "JsonlSink", "CallbackSink", "QUEUE_EVENTS", "STORE_EVENTS",
+           "LOADER_EVENTS"]
 
 # Queue events, in the order of spec/SampleRefQueue.tla's actions.
 QUEUE_EVENTS = (
@@ -65,6 +66,10 @@ QUEUE_EVENTS = (
     "dead_letter", "extend", "reclaim", "close",
 )
 STORE_EVENTS = ("store_open", "store_put", "get", "release", "scrub", "store_close")
+# A FeatureDataLoader's events, recorded as records of the queue it reads
+# (``SampleRefQueue.emit_event``): they change no queue state, and the trace
+# checkers step over them.
+LOADER_EVENTS = ("loader_wait", "loader_batch", "loader_retry")
 
 _get_ident = threading.get_ident
 logger = logging.getLogger(__name__)

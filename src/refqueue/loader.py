@@ -56,13 +56,9 @@ Design notes
   usable (the next ``next()`` goes on with the next ref); with
   ``on_mismatch="skip"`` it logs a warning, counts it in
   ``stats.refused`` and goes on.  Either way it never waits on a ref it
-  cannot use.  So is a ref whose data the store cannot serve under a live
-  lease (``SampleMissing``: never put, or scrubbed behind the queue's back;
-  ``RefMismatch``: not the ref the store's put made, e.g. one built or
-  altered by hand): dead-lettered with the store's reason, then raised or
-  skipped in the same way.  Under a stale lease (the sample was reclaimed
-  and finished by another consumer meanwhile) the same errors only drop the
-  sample (``stats.stale``).
+  cannot use.  A ref whose data the store no longer has (``SampleMissing``)
+  or holds under another ref (``RefMismatch``) is dead-lettered and skipped
+  (a stale sample, not a configuration error).
 * **Consumer-side errors never cost the producer's data.**  Any other error
   from ``get`` (a device copy failing, a closed store, an interrupt) and an
   error from ``collate`` is the consumer's, not the sample's: the loader
@@ -103,9 +99,11 @@ the only code that changes those fields, with the lock held.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -220,8 +218,7 @@ class LoaderStats:
     """What a loader did so far: batches yielded; samples acked, failed,
     dropped as stale (their lease was no longer live), dead-lettered; and of
     the dead-lettered, ``refused``: refs of another algorithm, schema version
-    or store than the loader's, and refs the store cannot serve under a live
-    lease."""
+    or store than the loader's."""
 
     batches: int = 0
     acked: int = 0
@@ -243,14 +240,7 @@ class _Refused(NamedTuple):
 
 
 _DRAINED = object()  # what _fetch returns once the queue is drained
-
-# The fix a refusal's message names: for a ref of another configuration, and
-# for a ref the store cannot serve under a live lease.
-_FIX_CONFIG = "Give the loader the algorithm and schema_version the producers write"
-_FIX_UNSERVABLE = (
-    "Queue only the refs the store's put returned, and let the queue alone scrub their data (an ack or a "
-    "dead-letter does)"
-)
+_LOADER_NUMBERS = itertools.count(1)  # each loader's number in its records (``loader``)
 
 
 class FeatureDataLoader:
@@ -410,6 +400,14 @@ class FeatureDataLoader:
         self._algorithm: FeatureAlgorithm | None = algorithm
         self._schema_version: int | None = schema_version
         self._pinned_from: dict[str, str] = {}
+        # The loader's events (loader_wait, loader_batch, loader_retry), recorded
+        # as records of the queue it reads when that queue has an EventLog
+        # (SampleRefQueue.emit_event; docs/EVENTS.md); None: nothing recorded.
+        self._number = next(_LOADER_NUMBERS)
+        emit_event = getattr(queue, "emit_event", None)
+        self._emit_event: Callable[[dict[str, Any]], Any] | None = (
+            emit_event if callable(emit_event) and getattr(queue, "event_log", None) is not None else None
+        )
 
     # -- the public surface ----------------------------------------------------------
 
@@ -417,6 +415,46 @@ class FeatureDataLoader:
         return self
 
     def __next__(self) -> Any:
+        """The next batch (``_next``).  With a queue recording events, the
+        trainer's wait in this call is recorded: ``loader_wait`` as it starts,
+        ``loader_batch`` (``samples``: the batch's size, 0 when the call
+        raised; ``waited``: seconds in this call; ``outcome``: ``"batch"``,
+        ``"stop"`` or the error's class name) as it ends."""
+        emit = self._emit_event
+        if emit is None or self._finished:
+            return self._next()
+        started = time.monotonic()
+        self._record({"ev": "loader_wait"})
+        try:
+            item = self._next()
+        except BaseException as exc:
+            self._record({"ev": "loader_batch", "samples": 0, "waited": time.monotonic() - started,
+                          "outcome": "stop" if isinstance(exc, StopIteration) else type(exc).__name__})
+            raise
+        current = self._current
+        self._record({"ev": "loader_batch", "samples": 0 if current is None else len(current.samples),
+                      "waited": time.monotonic() - started, "outcome": "batch"})
+        return item
+
+    def _record(self, record: dict[str, Any]) -> None:
+        """Record one of the loader's events in its queue's log; never raises
+        (a loader's record is worth less than the training step)."""
+        emit = self._emit_event
+        if emit is None:
+            return
+        record["loader"] = self._number
+        try:
+            emit(record)
+        except Exception:
+            logger.debug("FeatureDataLoader: recording %r failed", record.get("ev"), exc_info=True)
+
+    def _retried(self, lease: Any, call: str, exc: BaseException) -> None:
+        """Record that ``lease`` is kept to be tried again after ``call`` raised ``exc``."""
+        if self._emit_event is not None:
+            self._record({"ev": "loader_retry", "sample": lease.ref.sample_id, "call": call,
+                          "error": type(exc).__name__})
+
+    def _next(self) -> Any:
         """Ack the batch in hand, then lease, check and get the next one.
 
         Raises ``StopIteration`` once the queue is drained or the loader is
@@ -630,64 +668,32 @@ class FeatureDataLoader:
                 try:
                     tensors, handle, ready = self._get(lease.ref)
                 except (SampleMissing, RefMismatch) as exc:
-                    refused = self._unservable(lease, exc)
-                    if refused is None:
-                        continue
-                    return refused
-                except BaseException:
+                    if queue.dead_letter(lease, f"the store cannot serve it: {exc}"):
+                        with self._lock:
+                            self._count_nowait(dead_lettered=1)
+                    continue
+                except BaseException as exc:
                     # the consumer's error, not the sample's: keep the lease (never fail
                     # it, which may dead-letter and scrub) and get it again later
                     with self._lock:
                         self._refetch.append(lease)
+                    self._retried(lease, "get", exc)
                     raise
                 return _Fetched(Sample(lease, tensors, handle), ready)
             if queue.dead_letter(lease, mismatch):
                 with self._lock:
                     self._count_nowait(dead_lettered=1, refused=1)
-            refused = self._refused(lease.ref.sample_id, mismatch, _FIX_CONFIG)
-            if refused is None:
+            sample_id = lease.ref.sample_id
+            if self._on_mismatch == "skip":
+                logger.warning("FeatureDataLoader skipped ref %r (dead-lettered): %s", sample_id, mismatch)
                 continue
-            return refused
-
-    def _refused(self, sample_id: str, why: str, fix: str) -> _Refused | None:
-        """The refusal of a dead-lettered ref, to raise at its place in the
-        stream (``on_mismatch="raise"``), or None after a warning (``"skip"``)."""
-        if self._on_mismatch == "skip":
-            logger.warning("FeatureDataLoader skipped ref %r (dead-lettered): %s", sample_id, why)
-            return None
-        return _Refused(
-            SchemaMismatch(
-                f"FeatureDataLoader cannot train on ref {sample_id!r}: {why}; it was dead-lettered "
-                f"(queue.dead_letters() lists it).  {fix}, or pass on_mismatch='skip' to skip such refs with "
-                f"a warning"
+            return _Refused(
+                SchemaMismatch(
+                    f"FeatureDataLoader cannot train on ref {sample_id!r}: {mismatch}; it was dead-lettered "
+                    f"(queue.dead_letters() lists it).  Give the loader the algorithm and schema_version the "
+                    f"producers write, or pass on_mismatch='skip' to skip such refs with a warning"
+                )
             )
-        )
-
-    def _unservable(self, lease: Any, exc: BaseException) -> _Refused | None:
-        """A leased ref whose data the store cannot serve (``SampleMissing``,
-        ``RefMismatch``) is dead-lettered at once.  Under a live lease it is a
-        wrong ref (never put, scrubbed behind the queue's back, or not the ref
-        the store made: every consumer would fail on it), refused as a ref of
-        another algorithm is, so ``next()`` never waits on it.  Under a stale
-        lease (another consumer finished the sample meanwhile) the
-        dead-letter changes nothing and the sample is dropped as stale: None.
-        An algorithm or schema version taken from this ref is forgotten (the
-        next ref the loader leases gives it)."""
-        why = f"the store cannot serve it: {exc}"
-        if not self._queue.dead_letter(lease, why):
-            with self._lock:
-                self._count_nowait(stale=1)
-            return None
-        sample_id = lease.ref.sample_id
-        with self._lock:
-            self._count_nowait(dead_lettered=1, refused=1)
-            if self._pinned_from.get("algorithm") == sample_id:
-                del self._pinned_from["algorithm"]
-                self._algorithm = None
-            if self._pinned_from.get("schema_version") == sample_id:
-                del self._pinned_from["schema_version"]
-                self._schema_version = None
-        return self._refused(sample_id, why, _FIX_UNSERVABLE)
 
     def _refusal(self, ref: SampleRef) -> str | None:
         """Why this consumer cannot use ``ref``, or None.  An algorithm or
@@ -777,6 +783,7 @@ class FeatureDataLoader:
             except BaseException as exc:
                 with self._lock:
                     self._unsettled.append((lease, ack))
+                self._retried(lease, "ack" if ack else "fail", exc)
                 error = error or exc
                 continue
             with self._lock:
@@ -830,17 +837,15 @@ class FeatureDataLoader:
                     continue
                 tensors, handle = self._store.get(lease.ref, self._device)
             except (SampleMissing, RefMismatch) as exc:
-                refused = self._unservable(lease, exc)
-                if refused is None:
-                    continue
-                if not samples:
-                    raise refused.error
-                self._deferred = refused.error  # the batch ends before it; raised at the next next()
-                break
-            except BaseException:
+                if self._queue.dead_letter(lease, f"the store cannot serve it: {exc}"):
+                    with self._lock:
+                        self._count_nowait(dead_lettered=1)
+                continue
+            except BaseException as exc:
                 with self._lock:
                     self._refetch.insert(0, lease)
                     self._refetch[1:1] = [s.lease for s in samples]
+                self._retried(lease, "get", exc)
                 for sample in samples:
                     self._release(sample.handle)
                 raise

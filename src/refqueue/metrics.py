@@ -69,6 +69,14 @@ class QueueMetrics:
         self._deadline: dict[int, float] = {}  # lease id -> its deadline (acquire, extend)
         self._parked_at: dict[str, tuple[float | None, int]] = {}  # sample -> (t of its park, nbytes)
         self.last_reclaim_t: float | None = None  # t of the last reclaim_expired call
+        # The loaders reading this queue (loader_* records): batches and samples
+        # handed to the trainer, retries, and each loader's next() in progress
+        # (loader number -> t of its loader_wait) with the finished waits' seconds.
+        self.loader_batches = 0
+        self.loader_samples = 0
+        self.loader_retries = 0
+        self.loader_wait_seconds = 0.0
+        self._loader_waits: dict[Any, float | None] = {}
 
     def fold(self, r: dict[str, Any]) -> None:
         ev = r["ev"]
@@ -153,6 +161,17 @@ class QueueMetrics:
             self.closed = True
         elif ev == "wait":
             self.consumer_empty_wait_seconds += r.get("waited", 0.0)
+        elif ev == "loader_wait":
+            self._loader_waits[r.get("loader")] = t
+        elif ev == "loader_batch":
+            since = self._loader_waits.pop(r.get("loader"), None)
+            if since is not None and t is not None:
+                self.loader_wait_seconds += max(0.0, t - since)
+            if r.get("samples"):
+                self.loader_batches += 1
+                self.loader_samples += r["samples"]
+        elif ev == "loader_retry":
+            self.loader_retries += 1
 
     def fold_store(self, r: dict[str, Any]) -> None:
         if "resident_bytes" in r:
@@ -169,7 +188,11 @@ class QueueMetrics:
         self.lease_age_sum += age
         self.lease_age_max = max(self.lease_age_max, age)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, now: float | None = None) -> dict[str, Any]:
+        """The counters and gauges at the log's last record; ``now`` (the
+        queue's clock, from ``queue.metrics()``) places the loaders' waits
+        still in progress at that time instead."""
+        loader_now = now if now is not None else self.last_t
         paused_seconds = self.paused_seconds
         if self.paused and self.paused_since is not None and self.last_t is not None:
             paused_seconds += self.last_t - self.paused_since  # the pause still open
@@ -187,6 +210,8 @@ class QueueMetrics:
         else:
             bottleneck = "consumer" if blocked > waited else "producer"
         ended = sum(self.lease_age_counts)
+        loader_open = [max(0.0, loader_now - since) for since in self._loader_waits.values()
+                       if since is not None and loader_now is not None]
         return {
             **self.counters,
             "pending": self.pending,
@@ -223,6 +248,13 @@ class QueueMetrics:
             # a log does not say whether a reclaimer runs: None; the last reclaim_expired call's t instead
             "reclaimer_running": None,
             "last_reclaim_call": self.last_reclaim_t,
+            # the loaders (FeatureDataLoader's loader_* records)
+            "loader_batches": self.loader_batches,
+            "loader_samples": self.loader_samples,
+            "loader_retries": self.loader_retries,
+            "loader_waiting": len(self._loader_waits),
+            "loader_wait_seconds": self.loader_wait_seconds + sum(loader_open),
+            "loader_longest_wait_seconds": max(loader_open, default=0.0),
         }
 
 
@@ -273,8 +305,9 @@ class Metrics:
             metrics._fold(r)
         return metrics
 
-    def snapshot(self, q: int | None = None, pid: int | None = None) -> dict[str, Any]:
-        """The snapshot of queue ``q`` (of process ``pid``), or of the only queue."""
+    def snapshot(self, q: int | None = None, pid: int | None = None, now: float | None = None) -> dict[str, Any]:
+        """The snapshot of queue ``q`` (of process ``pid``), or of the only queue
+        (``now``: see ``QueueMetrics.snapshot``)."""
         with self._lock:
             keys = [k for k in self.queues if (q is None or k[1] == q) and (pid is None or k[0] == pid)]
             if len(keys) != 1:
@@ -282,7 +315,7 @@ class Metrics:
                     f"Metrics.snapshot(q={q!r}, pid={pid!r}) matches {len(keys)} queues of {sorted(self.queues)}; "
                     f"name the queue's number (and process)"
                 )
-            return self.queues[keys[0]].snapshot()
+            return self.queues[keys[0]].snapshot(now)
 
 
 # snapshot key -> (prometheus name, kind, help)

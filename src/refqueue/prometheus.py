@@ -84,6 +84,16 @@ SERIES: tuple[tuple[str, str, str, str], ...] = (
     ("paused_seconds", "refqueue_paused_seconds_total", "counter", "time the producer side was paused"),
     ("consumer_empty_wait_seconds", "refqueue_consumer_empty_wait_seconds_total", "counter",
      "seconds consumers waited on an empty queue (finished waits)"),
+    # a FeatureDataLoader's events (loader_wait, loader_batch, loader_retry) on a queue with a Metrics sink
+    ("loader_waiting", "refqueue_loader_waiting", "gauge", "loader next() calls waiting for a batch now"),
+    ("loader_longest_wait_seconds", "refqueue_loader_longest_wait_seconds", "gauge",
+     "the longest loader next() call in progress"),
+    ("loader_batches", "refqueue_loader_batches_total", "counter", "batches the loaders handed to the trainer"),
+    ("loader_samples", "refqueue_loader_samples_total", "counter", "samples in those batches"),
+    ("loader_retries", "refqueue_loader_retries_total", "counter",
+     "loader calls (get, ack, fail) that raised, their lease kept to be tried again"),
+    ("loader_wait_seconds", "refqueue_loader_wait_seconds_total", "counter",
+     "seconds trainers spent in loader next(), calls in progress included"),
 )
 _UP = ("refqueue_up", "1 when the queue's metrics() answered this scrape, 0 when it raised")
 _LEASE_AGE = ("refqueue_lease_age_seconds", "acquire to live ack/fail/dead-letter (from events)")

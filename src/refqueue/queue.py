@@ -709,7 +709,7 @@ class SampleRefQueue:
         sink = None if log is None else next((s for s in log.sinks if isinstance(s, Metrics)), None)
         if sink is None:
             return {**gauges, "counters": False}
-        snapshot = sink.snapshot(self._qid, log.pid)  # type: ignore[union-attr]
+        snapshot = sink.snapshot(self._qid, log.pid, now=gauges["clock"])  # type: ignore[union-attr]
         snapshot.update(gauges)
         snapshot["counters"] = True
         return snapshot
@@ -814,6 +814,26 @@ class SampleRefQueue:
     def event_log(self) -> EventLog | None:
         """The ``EventLog`` this queue records into (``events=``), or None."""
         return self._event_log
+
+    def emit_event(self, record: dict[str, Any]) -> bool:
+        """Record ``record`` (a dict of JSON values with an ``"ev"`` of
+        another component reading this queue: the loader's ``loader_*``
+        events, docs/EVENTS.md) in this queue's ``EventLog`` as one of this
+        queue's records (``q``, ``t`` from the queue's clock, ``seq`` taken
+        under the queue's lock, so it falls between the queue's own steps,
+        never inside one).  False, recording nothing, without a log.  A
+        failing sink never fails it (as for the queue's own records)."""
+        if self._emit is None:
+            return False
+        ev = record.get("ev") if isinstance(record, dict) else None
+        if not isinstance(ev, str) or not ev.startswith("loader_"):
+            raise ValueError(
+                f"SampleRefQueue.emit_event records another component's events (\"ev\": \"loader_...\"), got "
+                f"{record!r}; the queue's own events are its own to write"
+            )
+        with self._lock:
+            self._emit(dict(record))
+        return True
 
     @property
     def epoch(self) -> str:

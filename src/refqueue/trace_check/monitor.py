@@ -19,6 +19,7 @@ import logging
 import threading
 from typing import Any
 
+from refqueue.events import LOADER_EVENTS
 from refqueue.trace_check.check import TraceChecker, printable
 
 __all__ = ["Monitor", "TraceViolation"]
@@ -26,7 +27,8 @@ __all__ = ["Monitor", "TraceViolation"]
 logger = logging.getLogger("refqueue.trace_check")
 
 # Records emitted before their step finished: raising there would cut the step short.
-_MID_STEP = frozenset({"pause", "resume", "unpark", "scrub", "store_put", "get", "release"})
+# (and the loader's records, which change no queue state: an owed violation waits for a queue step)
+_MID_STEP = frozenset({"pause", "resume", "unpark", "scrub", "store_put", "get", "release", *LOADER_EVENTS})
 
 
 class TraceViolation(AssertionError):

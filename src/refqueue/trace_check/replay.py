@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from refqueue.events import LOADER_EVENTS
 from refqueue.model import actions as A
 from refqueue.model.state import (
     ACKED,
@@ -118,6 +119,8 @@ class QueueReplay:
             "pause": self._announce, "resume": self._announce, "acquire": self._acquire, "wait": self._nothing,
             "ack": self._ack, "fail": self._fail, "dead_letter": self._dead_letter, "extend": self._extend,
             "reclaim": self._reclaim, "close": self._close, "open": self._nothing,
+            # a loader's records (SampleRefQueue.emit_event) change no queue state
+            **dict.fromkeys(LOADER_EVENTS, self._nothing),
         }
         self._store_steps = {
             "store_put": self._store_put, "get": self._get, "release": self._nothing, "scrub": self._scrub,
@@ -133,7 +136,7 @@ class QueueReplay:
             handler = self._queue_steps.get(ev)  # type: ignore[arg-type]
             if handler is None:
                 raise BadTrace(f"record seq={record.get('seq')!r}: unknown queue event {ev!r}")
-            finishing = bool(self.scrubbed) and ev not in ("pause", "resume", "unpark", "wait")
+            finishing = bool(self.scrubbed) and ev not in ("pause", "resume", "unpark", "wait", *LOADER_EVENTS)
             if finishing:
                 problem = self._check_scrubs_finished(record)
                 if problem is not None:

@@ -33,11 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from refqueue.events import LOADER_EVENTS
 from refqueue.trace_check.check import order_records
 
 __all__ = ["TlaTrace", "TlaResult", "to_tla", "run_tlc_on_trace", "spec_dir"]
 
-_SKIP = {"open", "wait", "pause", "resume", "get", "release", "scrub", "store_open", "store_close"}
+_SKIP = {"open", "wait", "pause", "resume", "get", "release", "scrub", "store_open", "store_close", *LOADER_EVENTS}
 
 
 def spec_dir() -> Path:
