@@ -56,9 +56,13 @@ Design notes
   usable (the next ``next()`` goes on with the next ref); with
   ``on_mismatch="skip"`` it logs a warning, counts it in
   ``stats.refused`` and goes on.  Either way it never waits on a ref it
-  cannot use.  A ref whose data the store no longer has (``SampleMissing``)
-  or holds under another ref (``RefMismatch``) is dead-lettered and skipped
-  (a stale sample, not a configuration error).
+  cannot use.  So is a ref whose data the store cannot serve under a live
+  lease (``SampleMissing``: never put, or scrubbed behind the queue's back;
+  ``RefMismatch``: not the ref the store's put made, e.g. one built or
+  altered by hand): dead-lettered with the store's reason, then raised or
+  skipped in the same way.  Under a stale lease (the sample was reclaimed
+  and finished by another consumer meanwhile) the same errors only drop the
+  sample (``stats.stale``).
 * **Consumer-side errors never cost the producer's data.**  Any other error
   from ``get`` (a device copy failing, a closed store, an interrupt) and an
   error from ``collate`` is the consumer's, not the sample's: the loader
@@ -218,7 +222,8 @@ class LoaderStats:
     """What a loader did so far: batches yielded; samples acked, failed,
     dropped as stale (their lease was no longer live), dead-lettered; and of
     the dead-lettered, ``refused``: refs of another algorithm, schema version
-    or store than the loader's."""
+    or store than the loader's, and refs the store cannot serve under a live
+    lease."""
 
     batches: int = 0
     acked: int = 0
@@ -241,6 +246,14 @@ class _Refused(NamedTuple):
 
 _DRAINED = object()  # what _fetch returns once the queue is drained
 _LOADER_NUMBERS = itertools.count(1)  # each loader's number in its records (``loader``)
+
+# The fix a refusal's message names: for a ref of another configuration, and
+# for a ref the store cannot serve under a live lease.
+_FIX_CONFIG = "Give the loader the algorithm and schema_version the producers write"
+_FIX_UNSERVABLE = (
+    "Queue only the refs the store's put returned, and let the queue alone scrub their data (an ack or a "
+    "dead-letter does)"
+)
 
 
 class FeatureDataLoader:
@@ -668,10 +681,10 @@ class FeatureDataLoader:
                 try:
                     tensors, handle, ready = self._get(lease.ref)
                 except (SampleMissing, RefMismatch) as exc:
-                    if queue.dead_letter(lease, f"the store cannot serve it: {exc}"):
-                        with self._lock:
-                            self._count_nowait(dead_lettered=1)
-                    continue
+                    refused = self._unservable(lease, exc)
+                    if refused is None:
+                        continue
+                    return refused
                 except BaseException as exc:
                     # the consumer's error, not the sample's: keep the lease (never fail
                     # it, which may dead-letter and scrub) and get it again later
@@ -683,17 +696,50 @@ class FeatureDataLoader:
             if queue.dead_letter(lease, mismatch):
                 with self._lock:
                     self._count_nowait(dead_lettered=1, refused=1)
-            sample_id = lease.ref.sample_id
-            if self._on_mismatch == "skip":
-                logger.warning("FeatureDataLoader skipped ref %r (dead-lettered): %s", sample_id, mismatch)
+            refused = self._refused(lease.ref.sample_id, mismatch, _FIX_CONFIG)
+            if refused is None:
                 continue
-            return _Refused(
-                SchemaMismatch(
-                    f"FeatureDataLoader cannot train on ref {sample_id!r}: {mismatch}; it was dead-lettered "
-                    f"(queue.dead_letters() lists it).  Give the loader the algorithm and schema_version the "
-                    f"producers write, or pass on_mismatch='skip' to skip such refs with a warning"
-                )
+            return refused
+
+    def _refused(self, sample_id: str, why: str, fix: str) -> _Refused | None:
+        """The refusal of a dead-lettered ref, to raise at its place in the
+        stream (``on_mismatch="raise"``), or None after a warning (``"skip"``)."""
+        if self._on_mismatch == "skip":
+            logger.warning("FeatureDataLoader skipped ref %r (dead-lettered): %s", sample_id, why)
+            return None
+        return _Refused(
+            SchemaMismatch(
+                f"FeatureDataLoader cannot train on ref {sample_id!r}: {why}; it was dead-lettered "
+                f"(queue.dead_letters() lists it).  {fix}, or pass on_mismatch='skip' to skip such refs with "
+                f"a warning"
             )
+        )
+
+    def _unservable(self, lease: Any, exc: BaseException) -> _Refused | None:
+        """A leased ref whose data the store cannot serve (``SampleMissing``,
+        ``RefMismatch``) is dead-lettered at once.  Under a live lease it is a
+        wrong ref (never put, scrubbed behind the queue's back, or not the ref
+        the store made: every consumer would fail on it), refused as a ref of
+        another algorithm is, so ``next()`` never waits on it.  Under a stale
+        lease (another consumer finished the sample meanwhile) the
+        dead-letter changes nothing and the sample is dropped as stale: None.
+        An algorithm or schema version taken from this ref is forgotten (the
+        next ref the loader leases gives it)."""
+        why = f"the store cannot serve it: {exc}"
+        if not self._queue.dead_letter(lease, why):
+            with self._lock:
+                self._count_nowait(stale=1)
+            return None
+        sample_id = lease.ref.sample_id
+        with self._lock:
+            self._count_nowait(dead_lettered=1, refused=1)
+            if self._pinned_from.get("algorithm") == sample_id:
+                del self._pinned_from["algorithm"]
+                self._algorithm = None
+            if self._pinned_from.get("schema_version") == sample_id:
+                del self._pinned_from["schema_version"]
+                self._schema_version = None
+        return self._refused(sample_id, why, _FIX_UNSERVABLE)
 
     def _refusal(self, ref: SampleRef) -> str | None:
         """Why this consumer cannot use ``ref``, or None.  An algorithm or
@@ -837,10 +883,13 @@ class FeatureDataLoader:
                     continue
                 tensors, handle = self._store.get(lease.ref, self._device)
             except (SampleMissing, RefMismatch) as exc:
-                if self._queue.dead_letter(lease, f"the store cannot serve it: {exc}"):
-                    with self._lock:
-                        self._count_nowait(dead_lettered=1)
-                continue
+                refused = self._unservable(lease, exc)
+                if refused is None:
+                    continue
+                if not samples:
+                    raise refused.error
+                self._deferred = refused.error  # the batch ends before it; raised at the next next()
+                break
             except BaseException as exc:
                 with self._lock:
                     self._refetch.insert(0, lease)
