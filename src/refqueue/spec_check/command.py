@@ -22,7 +22,7 @@ from typing import TextIO
 
 from refqueue.spec_check.agreement import AgreementError, AgreementResult, check
 from refqueue.spec_check.coverage import NEVER_FIRES, check_coverage, config_problems
-from refqueue.spec_check.manifest import ConfigEntry, ManifestError, load_manifest, mismatches
+from refqueue.spec_check.manifest import ConfigEntry, ManifestError, load_manifest, mismatches, spec_dir_of
 from refqueue.spec_check.simulate import SIMULATION_MODULE, simulate
 from refqueue.spec_check.tlc import TlcRun, TlcUnavailable, find_jar, find_java, run_tlc
 
@@ -51,8 +51,9 @@ def _positive_seconds(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--spec-dir", default="spec", type=Path,
-        help="directory with SampleRefQueue.tla, the MC configs and manifest.json (default: spec)",
+        "--spec-dir", default=None, type=Path,
+        help="directory with SampleRefQueue.tla, the MC configs and manifest.json (default: the spec installed "
+        "with refqueue: the package's refqueue/spec from a wheel, the checkout's spec/ from a source tree)",
     )
     parser.add_argument(
         "--workers", default=2, type=_positive_int,
@@ -234,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         return run_mutants(args)
     out = sys.stdout
     try:
-        spec_dir = Path(args.spec_dir)
+        spec_dir = spec_dir_of(args)
         entries = _select(load_manifest(spec_dir), args.config, args.agreement)
         java, jar = find_java(), find_jar()
     except (ManifestError, TlcUnavailable) as exc:

@@ -37,7 +37,7 @@ from typing import Any
 
 from refqueue.spec_check.tlc import TlcRun
 
-__all__ = ["MODES", "ManifestError", "ConfigEntry", "load_manifest", "mismatches"]
+__all__ = ["MODES", "ManifestError", "ConfigEntry", "default_spec_dir", "load_manifest", "mismatches", "spec_dir_of"]
 
 MODES = ("safety", "liveness", "counterexample", "witness")
 _KEYS = {
@@ -155,6 +155,33 @@ def _entry(spec_dir: Path, where: str, raw: object) -> ConfigEntry:
         note=note,
         witness=witness,
     )
+
+
+def default_spec_dir() -> Path:
+    """The spec this refqueue was built from, wherever refqueue is installed.
+
+    A wheel ships it inside the package (``refqueue/spec/``, copied there by
+    setup.py's build step); a source checkout (an editable install, a run
+    from the repository) has it at ``spec/`` next to ``src/``.  The one with
+    a ``manifest.json`` is used, the package's copy first; neither is a
+    ``ManifestError`` naming both places.
+    """
+    package = Path(__file__).resolve().parents[1]  # .../refqueue
+    shipped, checkout = package / "spec", package.parents[1] / "spec"
+    for candidate in (shipped, checkout):
+        if (candidate / "manifest.json").is_file():
+            return candidate
+    raise ManifestError(
+        f"refqueue's spec was not found: neither {shipped} (where a wheel installs it) nor {checkout} (a source "
+        f"checkout's spec/) holds manifest.json; install refqueue from a wheel built with `pip wheel .`, or pass "
+        f"--spec-dir with the directory holding SampleRefQueue.tla and manifest.json"
+    )
+
+
+def spec_dir_of(args: Any) -> Path:
+    """``--spec-dir`` when given, else ``default_spec_dir()``."""
+    given = getattr(args, "spec_dir", None)
+    return default_spec_dir() if given is None else Path(given)
 
 
 def load_manifest(spec_dir: str | Path) -> list[ConfigEntry]:

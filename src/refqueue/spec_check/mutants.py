@@ -53,6 +53,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+from refqueue.spec_check.manifest import ManifestError, spec_dir_of
 from refqueue.spec_check.tlc import TlcRun, TlcUnavailable, find_jar, find_java, run_tlc
 
 __all__ = [
@@ -1109,12 +1110,12 @@ def _print_report(i: int, n: int, report: MutantReport, out: TextIO) -> None:
 def run_mutants(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``refqueue check-spec --mutants [NAME ...]``: see the module docstring."""
     out = out or sys.stdout
-    spec_dir = Path(args.spec_dir)
     try:
+        spec_dir = spec_dir_of(args)
         mutants, timeout = load_mutants(spec_dir)
         mutants = _select(mutants, list(args.mutants or []))
         java, jar = find_java(), find_jar()
-    except (MutantError, TlcUnavailable) as exc:
+    except (MutantError, ManifestError, TlcUnavailable) as exc:
         print(f"refqueue check-spec: {exc}", file=sys.stderr)
         return 2
     timeout = min(timeout, float(getattr(args, "timeout", timeout)))
