@@ -302,3 +302,40 @@ def test_a_refqueue_collector_scrapes_a_redis_queue(redis_server, queue_name):
     # the metrics the Redis queue does not measure are left out, not exported as 0
     assert ("refqueue_unaccounted_bytes", "redis") not in samples
     assert ("refqueue_live_bytes", "local") in samples
+
+
+# -- the new key (P leasedat) is checked before any write, as every other key is -------------------------
+
+
+def _dump_all(admin: Any, prefix: str) -> dict:
+    pattern = prefix.replace("{", "\\{").replace("}", "\\}") + "*"
+    return {key: admin.dump(key) for key in sorted(admin.scan_iter(match=pattern))}
+
+
+@pytest.mark.parametrize("call", ["acquire", "ack", "fail", "dead_letter", "reclaim"])
+def test_a_planted_leasedat_fails_each_state_change_whole(redis_server, queue_name, call):
+    import redis as redis_py
+
+    from refqueue.backends.redis import QueueStateCorrupt
+
+    admin = redis_py.Redis.from_url(redis_server.url)
+    try:
+        clock = ManualClock(0.0)
+        q = queue(redis_server.url, queue_name, clock=clock, seconds=VT)
+        q.put(ref("a"))
+        q.put(ref("b"))
+        lease = q.acquire_nowait()
+        clock.advance(VT + 1)  # the lease is due: reclaim has work
+        key = q._prefix + "leasedat"
+        admin.delete(key)
+        admin.rpush(key, "x")  # a list where a sorted set belongs
+        before = _dump_all(admin, q._prefix)
+        do = {"acquire": q.acquire_nowait, "ack": lambda: q.ack(lease), "fail": lambda: q.fail(lease),
+              "dead_letter": lambda: q.dead_letter(lease, "poison"), "reclaim": q.reclaim_expired}[call]
+        with pytest.raises(QueueStateCorrupt, match=r"leasedat is a list, not a zset"):
+            do()
+        assert _dump_all(admin, q._prefix) == before  # nothing changed
+        with pytest.raises(QueueStateCorrupt):
+            q.metrics()  # the gauges read it too, and say so
+    finally:
+        admin.close()
