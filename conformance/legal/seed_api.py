@@ -8,7 +8,7 @@ from typing import Any
 from conformance.mutants._base import BaseQueue
 from refqueue.conformance import Capabilities
 
-_HIDDEN = frozenset({"extend", "dead_letter", "acquire_nowait", "dead_letters"})
+_HIDDEN = frozenset({"extend", "dead_letter", "acquire_nowait", "dead_letters", "drain_dead_letters"})
 
 
 class SeedApiQueue:

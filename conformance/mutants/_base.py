@@ -531,6 +531,11 @@ class BaseQueue:
         with self._lock:
             return list(self._dead)
 
+    def drain_dead_letters(self) -> list[DeadLetter]:
+        with self._lock:
+            drained, self._dead = self._dead, []  # the caller owns the old list; the queue starts a new one
+            return drained
+
     # -- the background reclaimer --------------------------------------------------
 
     # (thread, its stop event) while one runs; guarded by self._lock.

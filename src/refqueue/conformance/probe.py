@@ -102,7 +102,9 @@ class Probe:
         self.clock = clock or ManualClock(100.0)
         self.calls = 0
         config.setdefault("visibility_timeout", 30.0)
-        self.q = backend.factory(store, self.clock, on_pause=lambda h: None, on_resume=lambda h: None, **config)
+        config.setdefault("on_pause", lambda h: None)  # a check may pass its own callbacks
+        config.setdefault("on_resume", lambda h: None)
+        self.q = backend.factory(store, self.clock, **config)
         self._tags = 0
 
     def call(self, what: str, fn: Callable[[], Any]) -> Any:
