@@ -22,7 +22,7 @@ def test_inprocess_queue_conforms(phase):
         assert cert.coverage["world_graph"]["actions_never_tried"] == []
         assert cert.coverage["situations"]["never_reached"] == []
     elif phase == "calls":
-        assert cert.phases["calls"]["not_run"] == {} and len(cert.phases["calls"]["checks"]) == 13
+        assert cert.phases["calls"]["not_run"] == {} and len(cert.phases["calls"]["checks"]) == 17
     elif phase == "lockstep":
         assert cert.coverage["lockstep"]["never_made"] == []
     elif phase == "threads":

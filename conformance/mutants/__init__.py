@@ -2,7 +2,8 @@
 way a real implementation might, and the conformance kit must reject it.
 
 ``_base.py`` is a small, plainly correct backend the kit certifies; each
-other module subclasses it (or, for ``release_scrubs``, breaks its store)
+other module subclasses it (or, for ``release_scrubs`` and ``orphan_limit``,
+breaks its store)
 and exposes ``make``, so ``refqueue certify conformance.mutants.<name>:make``
 exits 1.  ``MUTANTS`` lists them; ``python -m conformance.mutants`` certifies
 each and writes the table of how many steps each took to be caught.

@@ -140,6 +140,13 @@ def render(snapshot: dict[str, Any], previous: dict[str, Any] | None, interval: 
         f"paused {snapshot['paused_seconds']:.3f} s; producers blocked {snapshot['producer_blocked_seconds']:.3f} s, "
         f"consumers idle {snapshot['consumer_empty_wait_seconds']:.3f} s -> bottleneck: {snapshot['bottleneck']}",
     ]
+    if snapshot.get("loader_batches") or snapshot.get("loader_waiting") or snapshot.get("loader_retries"):
+        lines.append(
+            f"loader: {snapshot['loader_batches']:,} batches ({snapshot['loader_samples']:,} samples), "
+            f"{snapshot['loader_retries']:,} retries; {snapshot['loader_waiting']} next() waiting now, the longest "
+            f"{snapshot['loader_longest_wait_seconds']:.3f} s; the trainer waited {snapshot['loader_wait_seconds']:.3f} s "
+            f"in all"
+        )
     if skipped:
         lines.append(f"{skipped:,} malformed lines skipped" + (f"; the last: {last_problem}" if last_problem else ""))
     return printable("\n".join(lines)) + "\n"

@@ -29,6 +29,10 @@ def test_correct_backends_pass_every_call(target):
         ("lease_id_negative_stale", "lease-id-below-1", "ack(a copy of the live lease with lease_id=0, which no queue mints) returned False; docs/API.md says it raises ('invalid')"),
         ("dead_letters_own_list", "dead-letters-copied", "a caller appended to and cleared the list dead_letters() returned, and then dead_letters() returned []: it gave out the queue's own list; it must return a copy"),
         ("extend_unbounded", "durations-above-max", "extend(lease, 1e+300) returned True; docs/API.md: every duration is at most threading.TIMEOUT_MAX"),
+        ("callback_health_at_delivery", "callback-own-health", "on_pause received (resident_bytes=36, capacity_bytes=None, sample_count=2, high_watermark_hit=False, low_watermark_hit=False) but the step of put_blocks_until_below('p1', abort_when=lambda: True) read (resident_bytes=90,"),
+        ("deadline_settle_before_count", "deadline-heap-interleaved", "q.reclaim_expired(): returned 0; the model says 1"),
+        ("drain_keeps_list", "dead-letters-drained-copied", "the list drain_dead_letters() returned lists ['d'] after the queue dead-lettered 'd': it is the queue's own list"),
+        ("orphan_limit", "orphans-collected", "store.scrub of the orphan 'o3' (the 4th collected, 18 bytes) returned True, but health() went from 360 bytes in 11 samples to 360 in 11"),
     ],
 )
 def test_each_call_mutant_is_caught_by_its_check(mutant, check, says):
@@ -42,6 +46,8 @@ def test_a_check_the_capabilities_rule_out_is_listed_as_not_run():
     assert report.not_run == {
         "dead-letters-copied": "dead_letter=False declared",
         "json-round-trip": "lease_json=False declared",
+        "callback-own-health": "abort_when=False declared",
+        "dead-letters-drained-copied": "dead_letter=False declared",
     }
 
 

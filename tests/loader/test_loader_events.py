@@ -27,6 +27,7 @@ from refqueue.loader import FeatureDataLoader  # noqa: E402
 from refqueue.metrics import Metrics  # noqa: E402
 from refqueue.queue import SampleRefQueue, VisibilityTimeout  # noqa: E402
 from refqueue.report import render_html  # noqa: E402
+from refqueue.top import render as top_render  # noqa: E402
 from refqueue.trace_check import Monitor, check_records  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -124,6 +125,9 @@ def test_a_trainer_stalled_on_the_loader_shows_in_the_metrics_the_diagnosis_and_
         assert snapshot["loader_waiting"] == 1 and snapshot["loader_longest_wait_seconds"] == 9.0
         assert "trainer_waits_on_loader" in [c.name for c in diagnose(snapshot)]
         assert "the trainer is waiting on the loader" in render_html(records)
+        screen = top_render(snapshot, None, 1.0, "run.jsonl")
+        assert "!! the trainer is waiting on the loader" in screen
+        assert "loader: 0 batches (0 samples), 0 retries; 1 next() waiting now, the longest 9.000 s" in screen
 
         clock.advance(3.0)
         assert queue.metrics()["loader_longest_wait_seconds"] == 12.0  # growing while stalled

@@ -61,6 +61,10 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     extended by other amounts and some failed and taken again, reclaimed in
     small steps of time: every reclaim count and observable agrees with the
     model (a deadline heap that loses entries past a thousand shows here).
+``callback-own-health``, ``deadline-heap-interleaved``, ``dead-letters-drained-copied``, ``orphans-collected``
+    ``refqueue.conformance.calls_state`` (what a callback receives, lists a
+    call returned, the deadline index under a long interleaving, orphans
+    collected through the store), which says what each checks.
 
 A check whose capability the backend declares absent is listed as not run,
 with the reason; it never passes.  An exception of the backend that escapes
@@ -83,6 +87,9 @@ from typing import Any
 
 from refqueue.conformance.contract import Backend, load_backend, rejection_kind
 from refqueue.conformance.crash import blame
+from refqueue.conformance.calls_state import (
+    callback_own_health, dead_letters_drained_copied, deadline_heap_interleaved, orphans_collected,
+)  # fmt: skip
 from refqueue.conformance.harness import Divergence, Harness, ModelConfig
 from refqueue.conformance.phase import (
     Check, ChecksReport, Context, PhaseBase, PhaseResult, checks_counts, checks_doc, checks_result, select_checks,
@@ -487,6 +494,23 @@ NAMED_CHECKS: tuple[Check, ...] = (
         "deadline-soak", f"{SOAK} leases with distinct deadlines reclaimed in steps, as the model says", _deadline_soak,
         ("injected_clock",),
     ),
+    # refqueue.conformance.calls_state: state handed out, or kept for long
+    Check(
+        "callback-own-health", "on_pause/on_resume receive the store health their own step read, not one read at "
+        "delivery", callback_own_health, ("abort_when",),
+    ),
+    Check(
+        "deadline-heap-interleaved", "acquires beside one other lease, acked or failed early (extends interleaved): "
+        "every count and reclaim as the model says", deadline_heap_interleaved, ("injected_clock",),
+    ),
+    Check(
+        "dead-letters-drained-copied", "lists from dead_letters() and drain_dead_letters() stay as returned and are "
+        "the caller's to mutate", dead_letters_drained_copied, ("dead_letter",),
+    ),
+    Check(
+        "orphans-collected", "every orphan store.scrub collects leaves the store's health, however many; producers "
+        "resume", orphans_collected,
+    ),
 )  # fmt: skip
 CHECKS = tuple(c.name for c in NAMED_CHECKS)
 _BY_NAME = {c.name: c for c in NAMED_CHECKS}
@@ -531,13 +555,20 @@ def check_calls(backend: Backend | str, *, checks: tuple[str, ...] | None = None
     return report
 
 
+# Checks of thousands of calls (minutes on a backend whose call costs a millisecond),
+# left out of the short pass of --fail-fast and made in the whole run.
+LONG_CHECKS = ("deadline-soak",)
+
+
 class CallsPhase(PhaseBase):
     name = "calls"
     checks = CHECKS
+    sized = True  # the short pass of --fail-fast leaves out the long checks (LONG_CHECKS)
 
     def run(self, context: Context) -> PhaseResult:
-        context.progress.start("calls", len(CHECKS))
-        report = check_calls(context.backend)
+        names = tuple(c for c in CHECKS if c not in LONG_CHECKS) if context.short else CHECKS
+        context.progress.start("calls", len(names))
+        report = check_calls(context.backend, checks=names)
         context.progress.update(len(report.checks) + len(report.not_run), "checks", force=True)
         counts = checks_counts(report, bounded=False, not_run=dict(report.not_run))
         return checks_result(context, "calls", report, counts, _render)
