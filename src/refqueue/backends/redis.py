@@ -627,7 +627,7 @@ class RedisSampleRefQueue:
             raise QueueClosed(f"{call}({sample_id!r}) after close(); the queue takes no more refs")
         if outcome in ("pending", "leased"):
             raise DuplicateSample(
-                f"{call}({sample_id!r}): that sample is already {outcome}; "
+                f"{call}({sample_id!r}): that sample is already {outcome} (already present in this queue); "
                 f"put it again only after its lease is acked or it is dead-lettered"
             )
         if outcome == "scrubbing":
