@@ -49,7 +49,7 @@ def reclaim_order(deadlines: dict[str, float], now: float) -> list[str]:
         heap.add(entry)
         heap.settle(entry, len(live))
     order = []
-    while (entry := heap.peek_expired(now)) is not None:
-        order.append(entry[1])
-        del live[entry[1]]  # the requeue: the record is no longer leased
+    while (expired := heap.peek_expired(now)) is not None:
+        order.append(expired[1])
+        del live[expired[1]]  # the requeue: the record is no longer leased
     return order

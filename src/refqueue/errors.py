@@ -111,6 +111,8 @@ class RefMismatch(RefQueueError, ValueError):
 class _PlainMessage:
     """Mixin for ``KeyError`` subclasses: show the message, not its repr()."""
 
+    args: tuple[object, ...]  # BaseException's, which every user of the mixin is
+
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
 

@@ -15,6 +15,7 @@ wrong, and stops (``trace-check``, ``report``: exit 2) or skips the record
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["problem", "printable"]
@@ -46,11 +47,11 @@ def _bool(v: Any) -> bool:
     return type(v) is bool
 
 
-def _optional(check):  # type: ignore[no-untyped-def]
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda v: v is None or check(v)
 
 
-def _list_of(check):  # type: ignore[no-untyped-def]
+def _list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda v: type(v) is list and all(check(x) for x in v)
 
 

@@ -55,7 +55,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TextIO
 
 __all__ = ["EventLog", "Sink", "RingSink", "JsonlSink", "CallbackSink", "QUEUE_EVENTS", "STORE_EVENTS",
            "LOADER_EVENTS"]
@@ -146,7 +146,7 @@ class JsonlSink:
         self.backups = backups
         self.flush_every = flush_every
         self._flushed_at = time.monotonic()
-        self._file = open(self.path, "w", encoding="utf-8")
+        self._file: TextIO | None = open(self.path, "w", encoding="utf-8")
         self._size = 0
         self._dumps = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -603,7 +603,7 @@ class RecordedBackend:
     def _lease_call(self, ev: str, lease: Any, *args: Any) -> bool:
         with self._lock:
             before = len(self.backend.dead_letters()) if ev == "fail" else 0
-            live = getattr(self.backend, ev)(lease, *args)
+            live: bool = getattr(self.backend, ev)(lease, *args)
             record = {"ev": ev, "sample": lease.ref.sample_id, "lease": lease.lease_id, "live": bool(live)}
             if ev == "fail" and live:
                 record["dead"] = len(self.backend.dead_letters()) > before
@@ -629,7 +629,7 @@ class RecordedBackend:
     def reclaim_expired(self) -> int:
         with self._lock:
             now = self._clock.now()
-            count = self.backend.reclaim_expired()
+            count: int = self.backend.reclaim_expired()
             self._emit({"ev": "reclaim", "t": now, "count": count})
             return count
 

@@ -306,7 +306,11 @@ class SampleRefQueue:
         self._event_log = event_log
         self._qid = 0 if event_log is None else event_log.register("queue", self._open_record())
         # _emit(record) stamps q, t (the clock, unless given), seq, pid, tid and writes the record
-        self._emit = None if event_log is None else event_log.emitter("q", self._qid, self._now)
+        # (None without a log: every call is behind an `if self._event_log is not None` test, which
+        # mypy cannot connect to this attribute, hence the ignore)
+        self._emit: Callable[[dict[str, Any]], None] = (
+            None if event_log is None else event_log.emitter("q", self._qid, self._now)  # type: ignore[assignment]
+        )
 
     # -- producer side -------------------------------------------------------------
 
@@ -769,7 +773,9 @@ class SampleRefQueue:
             store_error = None
             try:
                 health = self._store.health()
-                resident, samples, capacity = health.resident_bytes, health.sample_count, health.capacity_bytes
+                resident: int | None = health.resident_bytes
+                samples: int | None = health.sample_count
+                capacity: int | None = health.capacity_bytes
             except Exception as exc:  # a closed store: the gauges still answer
                 resident = samples = capacity = None
                 store_error = repr(exc)

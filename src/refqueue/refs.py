@@ -109,7 +109,7 @@ def dtype_name(dtype: object) -> str:
     elif _is_torch_dtype(dtype):
         name = str(dtype)[len("torch.") :]
     elif type(dtype).__module__.startswith("numpy") and hasattr(dtype, "name"):
-        name = str(dtype.name)  # type: ignore[attr-defined]
+        name = str(dtype.name)
     else:
         raise TypeError(
             f"dtype {dtype!r} ({type(dtype).__name__}) is neither a dtype name nor a torch.dtype; "
@@ -480,7 +480,7 @@ class SampleRef:
             store_uri=store_uri,
             feature_keys={name: f"{prefix}/{name}" for name in specs},
             feature_specs=specs,
-            algorithm=algorithm,
+            algorithm=algorithm,  # type: ignore[arg-type]  # a str is checked and converted by __post_init__
             schema_version=schema_version,
             num_tokens=num_tokens,
             estimated_bytes=sum(s.nbytes for s in specs.values()),
@@ -515,7 +515,7 @@ _set = object.__setattr__
 
 
 def _plain_count(value: object) -> bool:
-    return type(value) is int and 0 <= value <= MAX_INT  # type: ignore[operator]
+    return type(value) is int and 0 <= value <= MAX_INT
 
 
 def _plain_version(value: object) -> bool:

@@ -118,3 +118,26 @@ def test_the_same_script_fixed_passes_strict(tmp_path: pathlib.Path, mypy_cache:
     result = _mypy(script, mypy_cache)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Success: no issues found in 1 source file" in result.stdout
+
+
+def test_readme_example_passes_strict(tmp_path: pathlib.Path, mypy_cache: pathlib.Path) -> None:
+    pytest.importorskip("torch", reason="the README's example uses torch; mypy reads its types")
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    script = tmp_path / "readme_example.py"
+    script.write_text(block, encoding="utf-8")
+    result = _mypy(script, mypy_cache)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Success: no issues found in 1 source file" in result.stdout
+
+
+def test_the_package_passes_its_mypy_config(tmp_path: pathlib.Path) -> None:
+    """``mypy`` from the repository root: --strict on src/refqueue, less the
+    modules pyproject.toml's override lists (see the comment there)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MYPY")}
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-color-output", "--cache-dir", str(tmp_path / "cache")],
+        cwd=ROOT, capture_output=True, text=True, timeout=900, env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^Success: no issues found in \d+ source files$", result.stdout, flags=re.M), result.stdout

@@ -68,7 +68,7 @@ class Counters:
         values = tuple(data[key] for key in _KEYS)
         if not all(type(v) is int and 0 <= v <= MAX_INT for v in values):
             return f"its counts {list(values)!r} are not ints in [0, {MAX_INT}]"
-        return values  # type: ignore[return-value]
+        return values
 
     def stage(self, resident: int, count: int) -> Path:
         """Write the new counters to a fresh temporary beside the file; its path.

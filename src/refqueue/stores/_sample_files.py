@@ -137,7 +137,8 @@ def map_sample(path: Path, sample_id: str) -> tuple[dict[str, torch.Tensor], Sam
 def _tensor(mapped: mmap.mmap, entry: object, name: str, start: int, data_size: int) -> torch.Tensor:
     if type(entry) is not dict:
         raise Damaged(f"its header has no entry for feature {name!r}")
-    dtype = _DTYPES.get(entry.get("dtype")) if type(entry.get("dtype")) is str else None
+    declared = entry.get("dtype")
+    dtype = _DTYPES.get(declared) if isinstance(declared, str) else None
     if dtype is None:
         raise Damaged(f"feature {name!r} has dtype {entry.get('dtype')!r}, not one of {sorted(_DTYPES)}")
     offsets, shape = entry.get("data_offsets"), entry.get("shape")

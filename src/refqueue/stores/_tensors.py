@@ -128,11 +128,11 @@ def first_mismatch(ref: SampleRef, pairs: list[tuple[str, torch.Tensor]]) -> str
         return f"feature {given[len(declared)]!r} is not declared by the ref (it declares {declared})"
     for name, tensor in pairs:
         spec: FeatureSpec = ref.feature_specs[name]
-        got = FeatureSpec.of(tensor)
-        if got.dtype != spec.dtype:
-            return f"feature {name!r} has dtype {got.dtype} but the ref declares {spec.dtype}"
-        if got.shape != spec.shape:
-            return f"feature {name!r} has shape {got.shape} but the ref declares {spec.shape}"
+        found = FeatureSpec.of(tensor)
+        if found.dtype != spec.dtype:
+            return f"feature {name!r} has dtype {found.dtype} but the ref declares {spec.dtype}"
+        if found.shape != spec.shape:
+            return f"feature {name!r} has shape {found.shape} but the ref declares {spec.shape}"
     return None
 
 

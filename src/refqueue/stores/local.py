@@ -508,7 +508,7 @@ def _ready_event(device: torch.device) -> Any:
     """On CUDA, an event recorded after the put's copies on the current stream."""
     if device.type != "cuda":
         return None
-    event = torch.cuda.Event()
+    event = torch.cuda.Event()  # type: ignore[no-untyped-call]  # torch leaves Event.__init__ unannotated
     event.record(torch.cuda.current_stream(device))
     return event
 
@@ -535,11 +535,12 @@ def _check_cap(name: str, value: object, unit: str) -> None:
         )
 
 
-def _default_watermarks(high: object, low: object, max_bytes: object) -> tuple[object, object]:
+def _default_watermarks(high: object, low: object, max_bytes: object) -> tuple[Any, Any]:
     """Fill in the watermarks the caller did not pass (see the class docstring).
 
     Only fills in: a value the caller passed, ``None`` included, is returned
-    as it is, and ``_check_watermarks`` judges the pair.
+    as it is, and ``_check_watermarks`` judges the pair (hence ``Any``: the
+    pair is typed once it has been checked).
     """
     high_given, low_given = high is not _DEFAULT, low is not _DEFAULT
     if high_given and low_given:
@@ -556,7 +557,7 @@ def _default_watermarks(high: object, low: object, max_bytes: object) -> tuple[o
     # only low
     if not isinstance(low, int) or isinstance(low, bool):
         return None, low
-    return (min(3 * low, max_bytes) if capped else 3 * low), low  # type: ignore[type-var]
+    return (min(3 * low, max_bytes) if capped and isinstance(max_bytes, int) else 3 * low), low
 
 
 def _check_watermarks(

@@ -558,7 +558,7 @@ class SharedDirFeatureStore(FeatureStore):
             )
 
     def _check_ref(self, call: str, ref: object) -> None:
-        check_ref("SharedDirFeatureStore", call, ref, self._uri)
+        ref = check_ref("SharedDirFeatureStore", call, ref, self._uri)
         check_sample_id(f"SharedDirFeatureStore.{call}", ref.sample_id)
 
 
