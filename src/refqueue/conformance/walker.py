@@ -280,16 +280,28 @@ def cover(
     coverage: Coverage | None = None,
     progress: Callable[[int, int], None] | None = None,
     wg: WorldGraph | None = None,
+    share: tuple[int, int] | None = None,
 ) -> WalkResult:
     """Take every transition of the graph at least once; see the module docstring.
 
-    ``progress(transitions_taken, steps)`` is called now and then.
+    ``progress(transitions_taken, steps)`` is called now and then.  ``share``
+    ``(k, n)`` takes only the k-th of n shares of the transitions (out-edge
+    ``j`` of node ``v`` is in share ``(v + j) % n``; the others count as taken,
+    though a path may still cross them): the n shares together are the whole
+    cover (``refqueue.conformance.parallel`` runs them in n processes).
     """
     wg = wg or world_graph()
     out, edges, depth = wg.out, wg.edges, wg.depth
     n_edges = len(edges)
     taken = bytearray(n_edges)
     left = [len(o) for o in out]  # untaken out-edges per node (usable ones only)
+    if share is not None:
+        k, n = share
+        for v, o in enumerate(out):
+            for j, e in enumerate(o):
+                if (v + j) % n != k:
+                    taken[e] = 1
+                    left[v] -= 1
     remaining = usable = sum(left)
     shallowest = 0  # nodes below this index have no untaken out-edge (index order is BFS order)
     result = WalkResult()
