@@ -30,7 +30,7 @@ def woken_by_put(attempt: Attempt) -> float:
     qq = attempt.queue(watermarks=False, visibility=VISIBILITY)
     consumer = blocked_consumer(qq)
     ref = qq.store_put("w0", 1)
-    _, at = qq.waking("put('w0')", lambda: qq.q.put(ref), wakes="acquire")
+    _, at = qq.waking("put('w0')", lambda: qq.w.put(ref), wakes="acquire")
     latency = qq.woken(consumer, "put('w0')", at)
     no_error(consumer)
     expect_lease(consumer.value, "w0", 0, consumer.what)
@@ -41,7 +41,7 @@ def woken_by_fail(attempt: Attempt) -> float:
     qq = attempt.queue(watermarks=False, visibility=VISIBILITY)
     lease = leased(qq, "w0")
     consumer = blocked_consumer(qq)
-    answer, at = qq.waking("fail(lease of 'w0')", lambda: qq.q.fail(lease), wakes="acquire")
+    answer, at = qq.waking("fail(lease of 'w0')", lambda: qq.w.fail(lease), wakes="acquire")
     if answer is not True:
         raise Failed(f"fail of the live lease on 'w0' returned {answer!r}, not True")
     latency = qq.woken(consumer, "fail(lease of 'w0')", at)
@@ -55,7 +55,7 @@ def woken_by_reclaim(attempt: Attempt) -> float:
     lease = leased(qq, "w0")
     consumer = blocked_consumer(qq)
     qq.clock.advance(VISIBILITY + 1.0)
-    count, at = qq.waking("reclaim_expired()", qq.q.reclaim_expired, wakes="acquire")
+    count, at = qq.waking("reclaim_expired()", qq.w.reclaim_expired, wakes="acquire")
     if count != 1:
         raise Failed(
             f"reclaim_expired() returned {count!r} with the clock {VISIBILITY + 1.0} s past the acquire of the "
@@ -70,7 +70,7 @@ def woken_by_reclaim(attempt: Attempt) -> float:
 def woken_by_close(attempt: Attempt) -> float:
     qq = attempt.queue(watermarks=False, visibility=VISIBILITY)
     consumer = blocked_consumer(qq)
-    _, at = qq.waking("close()", qq.q.close, wakes="acquire")
+    _, at = qq.waking("close()", qq.w.close, wakes="acquire")
     latency = qq.woken(consumer, "close() of the empty queue", at)
     no_error(consumer)
     if consumer.value is not None:
@@ -119,9 +119,9 @@ def woken_by_drain(attempt: Attempt) -> float:
         why = "the queue is closed but not drained (a lease is outstanding and may come back): it must wait"
         consumers = [blocked_consumer(qq, f"consumer {k}'s ", why) for k in (1, 2)]
         if how == "ack":
-            call, finish = "ack(lease of 'w0')", lambda: qq.q.ack(lease)
+            call, finish = "ack(lease of 'w0')", lambda: qq.w.ack(lease)
         else:
-            call, finish = "dead_letter(lease of 'w0', 'kit')", lambda: qq.q.dead_letter(lease, "kit")
+            call, finish = "dead_letter(lease of 'w0', 'kit')", lambda: qq.w.dead_letter(lease, "kit")
         answer, at = qq.waking(call, finish, wakes="acquire")
         if answer is not True:
             raise Failed(f"{call} of the live lease returned {answer!r}, not True")
@@ -139,7 +139,7 @@ def each_woken_by_puts(attempt: Attempt) -> float:
     refs = [qq.store_put(f"w{k}", 1) for k in (0, 1)]
     # Both puts from one thread, back to back: the second usually comes before a
     # woken consumer has taken the first ref, so pending is not empty then.
-    _, at = qq.waking("put('w0') then put('w1')", lambda: (qq.q.put(refs[0]), qq.q.put(refs[1])), wakes="acquire")
+    _, at = qq.waking("put('w0') then put('w1')", lambda: (qq.w.put(refs[0]), qq.w.put(refs[1])), wakes="acquire")
     latency = max(qq.woken(consumer, "put('w0') then put('w1')", at) for consumer in consumers)
     got = []
     for consumer in consumers:
@@ -155,7 +155,7 @@ def each_woken_by_puts(attempt: Attempt) -> float:
 def all_woken_by_close(attempt: Attempt) -> float:
     qq = attempt.queue(watermarks=False, visibility=VISIBILITY)
     consumers = [blocked_consumer(qq, f"consumer {k}'s ") for k in (1, 2, 3)]
-    _, at = qq.waking("close()", qq.q.close, wakes="acquire")
+    _, at = qq.waking("close()", qq.w.close, wakes="acquire")
     latency = max(qq.woken(consumer, "close() of the empty queue", at) for consumer in consumers)
     for consumer in consumers:
         no_error(consumer)

@@ -66,10 +66,10 @@ def _resumed_by(attempt: Attempt, how: str) -> float:
     lease, producer = _paused_producer(qq)
     if how == "ack":
         what = "ack(lease of 'big')"
-        answer, at = qq.waking(what, lambda: qq.q.ack(lease), wakes=PUT)
+        answer, at = qq.waking(what, lambda: qq.w.ack(lease), wakes=PUT)
     else:
         what = "dead_letter(lease of 'big', 'kit')"
-        answer, at = qq.waking(what, lambda: qq.q.dead_letter(lease, "kit"), wakes=PUT)
+        answer, at = qq.waking(what, lambda: qq.w.dead_letter(lease, "kit"), wakes=PUT)
     if answer is not True:
         raise Failed(f"{what} of the live lease returned {answer!r}, not True")
     latency = qq.woken(producer, f"{what}, which brought residency to low,", at)
@@ -113,7 +113,7 @@ def all_woken_by_resume(attempt: Attempt) -> float:
         raise Failed(f"store.scrub of the orphan returned {scrubbed!r}, not True")
     third = qq.store_put("p3", 1)
     what = "put_blocks_until_below('p3', abort_when=lambda: True)"
-    _, at = qq.waking(what, lambda: qq.q.put_blocks_until_below(third, abort_when=lambda: True), wakes=PUT)
+    _, at = qq.waking(what, lambda: qq.w.put_blocks_until_below(third, abort_when=lambda: True), wakes=PUT)
     latency = max(qq.woken(p, f"{what}, the step that resumed (4b resident, 2b parked, its own b),", at) for p in producers)
     for producer in producers:
         no_error(producer)
@@ -128,7 +128,7 @@ def put_woken_by_close(attempt: Attempt) -> float:
     second = blocked_producer(
         qq, qq.store_put("other", 1), "a second producer at high (4b stored, 'small' parked, its own b: 2b) must wait too"
     )
-    _, at = qq.waking("close()", qq.q.close, wakes=PUT)
+    _, at = qq.waking("close()", qq.w.close, wakes=PUT)
     latency = max(qq.woken(producer, "close()", at) for producer in (first, second))
     for producer in (first, second):
         if producer.error is None or rejection_kind(producer.error) != "closed":

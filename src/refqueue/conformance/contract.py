@@ -30,6 +30,13 @@ The factory may carry two attributes:
     the ``FaultHooks`` of a backend that declares ``Capabilities(faults=True)``:
     what the ``faults`` phase uses to lose replies, kill a client between its
     commit and its scrub, restart the server and open more clients
+``open_client``
+    ``open_client(queue, store, clock) -> queue``: another client of the same
+    queue, as a process on another machine opens it (the same configuration
+    and callbacks, bound to ``store``); ``clock`` is that machine's clock,
+    ``CLIENT_SKEW`` seconds off the factory's.  A backend that offers it is
+    driven through two clients at once by the walks, lockstep, threads and
+    blocking phases (``CLIENTS``)
 
 The kit drives a backend only through that public API, never through private
 attributes, and maps a rejected call to the model's rejection kind with
@@ -47,9 +54,17 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
-    "CONFIG_KEYS", "Backend", "Capabilities", "ClientCrashed", "FaultHooks", "backend_of", "load_backend",
+    "CLIENTS", "CLIENT_SKEW", "CONFIG_KEYS", "Backend", "Capabilities", "ClientCrashed", "FaultHooks", "backend_of", "load_backend",
     "rejection_kind",
 ]
+
+# How many clients of one queue the kit drives when the backend can open more
+# (``open_client``), and how far the clock of the i-th opened client is off the
+# factory's: +0.5 s, then -0.5 s, ... (a machine ahead, one behind).  Half a
+# second: never a whole number of the worlds' ticks, so a deadline or a reclaim
+# computed on a client's own clock differs from the queue's.
+CLIENTS = 2
+CLIENT_SKEW = 0.5
 
 # The keyword arguments a factory may receive, in the order docs/API.md lists them.
 CONFIG_KEYS = (
@@ -204,6 +219,13 @@ class Backend:
     capabilities: Capabilities
     make_store: Callable[[], Any] | None = None
     faults: FaultHooks | None = None
+    open_client: Callable[[Any, Any, Any], Any] | None = None
+    client_count: int = CLIENTS  # clients driven at once where open_client opens more (certify(clients=))
+
+    @property
+    def clients(self) -> int:
+        """How many clients of one queue the kit drives at once."""
+        return self.client_count if self.open_client is not None else 1
 
 
 def backend_of(factory: Callable[..., Any], target: str | None = None) -> Backend:
@@ -230,6 +252,12 @@ def backend_of(factory: Callable[..., Any], target: str | None = None) -> Backen
             f"{name}.make_store must be a zero-argument callable returning a FeatureStore, got "
             f"{make_store!r}; remove it to use the kit's LocalFeatureStore"
         )
+    open_client = getattr(factory, "open_client", None)
+    if open_client is not None and not callable(open_client):
+        raise TypeError(
+            f"{name}.open_client must be a callable open_client(queue, store, clock) returning another client of "
+            f"queue, got {open_client!r}; remove it to drive one client"
+        )
     faults = getattr(factory, "faults", None)
     if capabilities.faults:
         if faults is None:
@@ -255,7 +283,7 @@ def backend_of(factory: Callable[..., Any], target: str | None = None) -> Backen
             )
     else:
         faults = None  # not declared: the faults phase does not run, whatever the factory carries
-    return Backend(name, factory, capabilities, make_store, faults)
+    return Backend(name, factory, capabilities, make_store, faults, open_client)
 
 
 def load_backend(target: str) -> Backend:

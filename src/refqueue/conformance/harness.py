@@ -132,6 +132,7 @@ class Step(NamedTuple):
     result: str | None
     expect: Any
     obs: tuple[Any, ...]
+    client: int = 0  # which client of the queue made the call (``Session.clients``)
 
 
 class Leased(NamedTuple):
@@ -195,7 +196,9 @@ class Harness:
         self.sizes = dict(sizes)
         self.trace: list[Step] = []
         self.session = Session(backend, config.backend_config(), sizes=sizes, store=store, clock_start=clock_start)
-        self.queue = self.session.queue
+        # Step k is made (and observed) through client k % len(clients): with
+        # several clients of one queue, each call's successor is another's.
+        self._client = 0
         self.store = self.session.store
         self.cfg = config.model_config(self.store, fifo=self.caps.fifo)
         self.state: State = initial_state(clock_start)
@@ -232,6 +235,11 @@ class Harness:
                 f"capacity_bytes is {health.capacity_bytes!r} but store.capacity_bytes is {self.store.capacity_bytes!r}",
             )
 
+    @property
+    def queue(self) -> Any:
+        """The client of the queue the current step is made through."""
+        return self.session.clients[self._client]
+
     # -- bookkeeping ---------------------------------------------------------------
 
     def _name(self, kind: str) -> str:
@@ -264,7 +272,8 @@ class Harness:
             for sample_id, reason in new.dead[len(old.dead) :]:
                 self.dead += ((sample_id, reason, A.rec_of(new, sample_id).deliveries),)  # type: ignore[union-attr]
         self.state = new
-        step = Step(op, args, result, out.error if out.error is not None else out.value, self._expected())
+        self._client = len(self.trace) % len(self.session.clients)
+        step = Step(op, args, result, out.error if out.error is not None else out.value, self._expected(), self._client)
         self.trace.append(step)
         return step
 
@@ -457,7 +466,7 @@ class Harness:
         so it is not made (an ``idle`` step: the observables are still compared).
         """
         if self.caps.acquire_nowait:
-            return self._acquire("acquire", self.queue.acquire_nowait)
+            return self._acquire("acquire", lambda: self.queue.acquire_nowait())
         if self.acquire_returns_at_once():
             return self._acquire("acquire_wait", lambda: self.queue.acquire(poll_interval=0.001), 0.001)
         step = self._apply("idle", (), A.acquire(self.cfg, self.state))
@@ -497,6 +506,7 @@ class Harness:
     def _acquire(self, op: str, call: Callable[[], Any], *args: Any) -> str | None:
         allowed = self.allowed_acquires()
         error: Exception | None = None
+        self._client = len(self.trace) % len(self.session.clients)  # the client of the step recorded below
         try:
             lease = call()
         except Exception as exc:  # noqa: BLE001 - acquire never fails: a divergence below
@@ -584,7 +594,8 @@ class Harness:
         if seconds is None:
             self._run(step, lambda: self.queue.extend(lease), out.value)
         else:
-            self._run(step, lambda: self.queue.extend(lease, seconds), out.value)
+            given = self.session.seconds(seconds)  # longer on the backend's own clock
+            self._run(step, lambda: self.queue.extend(lease, given), out.value)
 
     def lease_wrong(self, call: str) -> None:
         """``q.<call>("lease")``: a non-lease argument, an argument error."""

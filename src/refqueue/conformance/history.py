@@ -575,6 +575,10 @@ class _Recorder:
     def __init__(self, session: Any, refs: dict[str, Any], rich: bool = False) -> None:
         self.session = session
         self.queue = session.queue
+        # Thread t calls through client t % len(clients) of the queue (the
+        # controller, thread 0, through the factory's): with several clients,
+        # the history is made by all of them.
+        self.clients: list[Any] = list(getattr(session, "clients", [session.queue]))
         self.refs = refs
         self.rich = rich
         self.thread_of: dict[int, int] = {}  # threading.get_ident() -> the history's thread number
@@ -619,6 +623,10 @@ class _Recorder:
         )
         return True, value
 
+    def client(self, thread: int) -> Any:
+        """The client of the queue thread ``thread`` calls through."""
+        return self.clients[thread % len(self.clients)]
+
     def worker_done(self) -> None:
         """A worker finished one kind of its program."""
         with self.progress:
@@ -645,7 +653,7 @@ class _Recorder:
 
 
 def _worker(rec: _Recorder, thread: int, plan: Sequence[str], fresh: list[str], rng: random.Random, caps: Any) -> None:
-    q = rec.queue
+    q = rec.client(thread)
     held: list[Any] = []  # leases this thread believes it holds
     done: list[Any] = []  # leases it held and handed back (stale now, or soon)
     mine: list[str] = []  # sample ids it put
@@ -673,7 +681,8 @@ def _worker(rec: _Recorder, thread: int, plan: Sequence[str], fresh: list[str], 
         given = as_given(lease)
         if kind == "extend":
             seconds = rng.choice((None, 1.0, 4.0))
-            call = (lambda: q.extend(given)) if seconds is None else (lambda: q.extend(given, seconds))
+            longer = rec.session.seconds(seconds)  # on a backend's own clock: far longer (REAL_CLOCK_SCALE)
+            call = (lambda: q.extend(given)) if seconds is None else (lambda: q.extend(given, longer))
             rec.call(thread, "extend", [key(lease), seconds], call)
         elif kind == "dead_letter":
             rec.call(thread, "dead_letter", [key(lease), "poison"], lambda: q.dead_letter(given, "poison"))
@@ -756,7 +765,7 @@ def _health(h: Any) -> dict[str, Any]:
 
 
 def _read(rec: _Recorder, thread: int, name: str) -> None:
-    q = rec.queue
+    q = rec.client(thread)
     if name == "health":
         rec.call(thread, name, [], rec.session.store.health, _health)
     elif name in ("is_drained", "is_closed", "is_paused"):
@@ -797,7 +806,7 @@ def _recording_threads(
 
 
 def _controller(rec: _Recorder, thread: int, plan: Sequence[str], caps: Any) -> None:
-    q = rec.queue
+    q = rec.client(thread)
     clock = rec.session.clock
     for kind in plan:
         if kind == "close":

@@ -34,7 +34,15 @@ def _lit(value: Any) -> str:
 
 
 def call_text(step: Step) -> str:
-    """The backend call of ``step`` as code (``q`` the queue, ``s`` the session)."""
+    """The backend call of ``step`` as code (``q`` the queue, ``q1`` its
+    second client, ``s`` the session)."""
+    text = _call_text(step)
+    if step.client and text.startswith("q."):
+        return f"q{step.client}{text[1:]}"
+    return text
+
+
+def _call_text(step: Step) -> str:
     op, args = step.op, step.args
     if op == "store_put":
         return f"s.store_put({args[0]!r})"
@@ -59,7 +67,12 @@ def call_text(step: Step) -> str:
     if op == "dead_letter":
         return f"q.dead_letter({args[0]}, {args[1]!r})"
     if op == "extend":
-        return f"q.extend({args[0]})" if args[1] is None else f"q.extend({args[0]}, {_lit(args[1])})"
+        if args[1] is None:
+            return f"q.extend({args[0]})"
+        seconds = args[1]
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 < seconds < math.inf:
+            return f"q.extend({args[0]}, s.seconds({_lit(seconds)}))"  # longer on a backend's own clock
+        return f"q.extend({args[0]}, {_lit(seconds)})"
     if op == "lease_wrong":
         extra = {"extend": ", 1.0", "dead_letter": ", 'poison'"}.get(args[0], "")
         return f"q.{args[0]}('lease'{extra})"
@@ -181,6 +194,8 @@ def render_test(
         f"s = Session.start(BACKEND, {', '.join(kwargs)})",
         "q, store, clock = s.queue, s.store, s.clock",
     ]
+    for index in sorted({step.client for step in trace} - {0}):
+        body.append(f"q{index} = s.client({index})  # another client of the same queue")
     for k, step in enumerate(trace, 1):
         body.append(f"# step {k}")
         body += _statements(step)

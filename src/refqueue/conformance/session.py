@@ -16,13 +16,65 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from refqueue.clock import ManualClock
-from refqueue.conformance.contract import Backend, load_backend, rejection_kind
+from refqueue.conformance.contract import CLIENT_SKEW, Backend, load_backend, rejection_kind
 from refqueue.conformance.samples import STORE_META, default_store, same_tensors, sample_tensors
 
-__all__ = ["Session", "CLOCK_START", "OTHER_STORE_URI"]
+__all__ = ["Session", "SkewedClock", "REAL_CLOCK_SCALE", "backend_seconds", "CLOCK_START", "OTHER_STORE_URI", "client_skew", "open_clients"]
 
+# Without an injected clock the kit never lets time pass and compares no
+# deadline, but the backend's own clock runs: every duration the kit hands such
+# a backend (the visibility timeout, extends) is this many times longer, so no
+# lease of a run expires by itself however long the run takes (1 s: an hour).
+REAL_CLOCK_SCALE = 3600.0
 CLOCK_START = 100.0  # the clock starts here, not at 0, so a deadline is never just the timeout
 OTHER_STORE_URI = "other://conformance-elsewhere"  # names a store no queue is bound to
+
+
+class SkewedClock:
+    """The clock of another machine: ``base``'s reading plus ``skew`` seconds.
+    Only the kit moves time (on ``base``); a client never advances it."""
+
+    def __init__(self, base: Any, skew: float) -> None:
+        self.base = base
+        self.skew = skew
+
+    def now(self) -> float:
+        return float(self.base.now()) + self.skew
+
+    def __repr__(self) -> str:
+        return f"SkewedClock({self.base!r}, skew={self.skew:+g})"
+
+
+def backend_seconds(backend: Backend, seconds: Any) -> Any:
+    """``seconds`` of the kit's clock as handed to ``backend``: unchanged on an
+    injected clock; on the backend's own clock a finite positive number of
+    seconds is ``REAL_CLOCK_SCALE`` times longer (anything else, a value the
+    call must refuse, is passed as it is)."""
+    if backend.capabilities.injected_clock or isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return seconds
+    if not 0 < seconds < float("inf"):
+        return seconds
+    return float(seconds) * REAL_CLOCK_SCALE
+
+
+def client_skew(index: int) -> float:
+    """How far the clock of client ``index`` (1, 2, ...) is off the factory's:
+    ``+CLIENT_SKEW``, ``-CLIENT_SKEW``, ``+2 * CLIENT_SKEW``, ..."""
+    step = (index + 1) // 2
+    return step * CLIENT_SKEW if index % 2 else -step * CLIENT_SKEW
+
+
+def open_clients(backend: Backend, queue: Any, store: Any, clock: Any, count: int | None = None) -> list[Any]:
+    """``queue`` and the other clients of it the kit drives (``backend.clients``
+    in all, or ``count``): client ``i`` is ``backend.open_client(queue, store,
+    SkewedClock(clock, client_skew(i)))``."""
+    count = backend.clients if count is None else count
+    clients = [queue]
+    for index in range(1, count):
+        if backend.open_client is None:
+            raise ValueError(f"{backend.target} has no open_client: it can be driven through one client only")
+        clients.append(backend.open_client(queue, store, SkewedClock(clock, client_skew(index))))
+    return clients
 
 
 class Session:
@@ -44,10 +96,13 @@ class Session:
         sizes: Mapping[str, int],
         store: Mapping[str, int | None] | None = None,
         clock_start: float = CLOCK_START,
+        clients: int | None = None,
     ) -> None:
         self.backend = backend
         self.sizes = dict(sizes)
         self.config = dict(config)
+        if "visibility_timeout" in self.config:
+            self.config["visibility_timeout"] = backend_seconds(backend, self.config["visibility_timeout"])
         self.store_config = dict(store or {})
         self.clock = ManualClock(clock_start)
         self.store = backend.make_store() if backend.make_store is not None else default_store(**self.store_config)
@@ -60,6 +115,17 @@ class Session:
         self.queue = backend.factory(
             self.store, self.clock, **self.config, on_pause=self._on_pause, on_resume=self._on_resume
         )
+        # The queue's clients: the factory's, then those open_client opened (on
+        # skewed clocks); a run spreads its calls over them.
+        self.clients = open_clients(backend, self.queue, self.store, self.clock, clients)
+
+    def seconds(self, seconds: Any) -> Any:
+        """``seconds`` of the kit's clock as this backend is handed them (``backend_seconds``)."""
+        return backend_seconds(self.backend, seconds)
+
+    def client(self, index: int) -> Any:
+        """Client ``index`` of the queue (0: the factory's queue)."""
+        return self.clients[index]
 
     @classmethod
     def start(
@@ -69,12 +135,13 @@ class Session:
         sizes: Mapping[str, int],
         store: Mapping[str, int | None] | None = None,
         clock_start: float = CLOCK_START,
+        clients: int | None = None,
         **config: Any,
     ) -> Session:
         """A session of the backend ``"module:factory"`` (or a loaded ``Backend``:
         what a printed counterexample passes, having imported it at module level)."""
         backend = target if isinstance(target, Backend) else load_backend(target)
-        return cls(backend, config, sizes=sizes, store=store, clock_start=clock_start)
+        return cls(backend, config, sizes=sizes, store=store, clock_start=clock_start, clients=clients)
 
     def _on_pause(self, health: Any) -> None:
         self.events.append(("pause", getattr(health, "resident_bytes", health)))

@@ -33,6 +33,7 @@ from refqueue.conformance.contract import Backend
 from refqueue.conformance.probe import observed
 from refqueue.conformance.samples import STORE_META, UNIT_BYTES, default_store, sample_tensors
 from refqueue.conformance.timing import Offsets
+from refqueue.conformance.session import backend_seconds, open_clients
 
 __all__ = [
     "ATTEMPTS", "GIVE_UP", "LONG_POLL", "MIN_GIVE_UP", "SETTLE", "VISIBILITY", "Attempt", "Call", "CallbackError",
@@ -118,11 +119,15 @@ class WaitQueue:
         self.resume_hook: Callable[[Any], None] | None = None
         self.steps = 0
         self.calls: list[Call] = []
-        config: dict[str, Any] = {"visibility_timeout": visibility}
+        config: dict[str, Any] = {"visibility_timeout": backend_seconds(backend, visibility)}
         if watermarks:
             high, low = (2, 1) if watermarks is True else watermarks  # in units
             config.update(high_watermark_bytes=high * UNIT_BYTES, low_watermark_bytes=low * UNIT_BYTES)
         self.q = backend.factory(self.store, self.clock, **config, on_pause=self._on_pause, on_resume=self._on_resume)
+        # The waking calls are made through ``w``: another client of the queue
+        # when the backend opens more (a waiter must be woken by any client's
+        # call, not only its own), else the queue itself.
+        self.w = open_clients(backend, self.q, self.store, self.clock)[-1]
 
     def _on_pause(self, health: Any) -> None:
         self.events.append("pause")
