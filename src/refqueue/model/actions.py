@@ -45,8 +45,19 @@ from refqueue.model.state import (
     ModelLease,
     Rec,
     State,
+    _clone,
+    _settle,
+    appended_id,
     epoch_generation,
+    id_at,
+    index_of,
     lease_epoch,
+    pending_appended,
+    pending_head,
+    pending_popped,
+    pending_set,
+    rec_at,
+    with_rec,
 )
 
 __all__ = [
@@ -82,6 +93,7 @@ __all__ = [
     "is_live",
     "lease_deadline",
     "pending_count",
+    "known_count",
     "outstanding_count",
     "is_drained",
     "health",
@@ -123,24 +135,21 @@ class Health(NamedTuple):
 
 def find(state: State, sample_id: str) -> int:
     """Index of ``sample_id`` in ``state.ids``, or -1."""
-    try:
-        return state.ids.index(sample_id)
-    except ValueError:
-        return -1
+    return index_of(state, sample_id)
 
 
 def rec_of(state: State, sample_id: str) -> Rec | None:
-    i = find(state, sample_id)
-    return state.recs[i] if i >= 0 else None
+    i = index_of(state, sample_id)
+    return rec_at(state, i) if i >= 0 else None
 
 
 def is_live(state: State, lease: ModelLease) -> bool:
     """Whether ``lease`` is the sample's live lease (same incarnation and
     delivery, of the queue's current epoch)."""
-    try:
-        rec = state.recs[state.ids.index(lease.sample_id)]
-    except ValueError:
+    i = index_of(state, lease.sample_id)
+    if i < 0:
         return False
+    rec = rec_at(state, i)
     return (
         rec.status == LEASED
         and rec.incarnation == lease.incarnation
@@ -157,13 +166,19 @@ def lease_deadline(state: State, lease: ModelLease) -> float | None:
 def allowed_acquires(cfg: Config, state: State) -> tuple[str, ...]:
     """The sample ids an ``acquire`` may return now: the head of ``pending``
     for a FIFO backend, any pending id for one that delivers in any order."""
-    if not state.pending:
+    if not state._pn:
         return ()
-    return state.pending[:1] if cfg.fifo else state.pending
+    return (pending_head(state),) if cfg.fifo else state.pending
 
 
 def pending_count(state: State) -> int:
-    return len(state.pending)
+    return state._pn
+
+
+def known_count(state: State) -> int:
+    """``len(state.ids)``: how many sample ids the state holds a record of."""
+    n = state._n
+    return n if n >= 0 else len(state.ids)
 
 
 def outstanding_count(state: State) -> int:
@@ -172,7 +187,7 @@ def outstanding_count(state: State) -> int:
 
 def is_drained(state: State) -> bool:
     """Closed, nothing pending and nothing outstanding (D3)."""
-    return state.closed and not state.pending and outstanding_count(state) == 0
+    return state.closed and not state._pn and outstanding_count(state) == 0
 
 
 def health(cfg: Config, state: State) -> Health:
@@ -194,21 +209,25 @@ def _reject(state: State, kind: str, message: str) -> Outcome:
 
 
 def _with_rec(state: State, i: int, rec: Rec, **changes: Any) -> State:
-    """``state`` with ``recs[i]`` replaced by ``rec`` and the other fields in ``changes``."""
-    recs = state.recs[:i] + (rec,) + state.recs[i + 1 :]
-    if not changes:  # the common cases are built directly (NamedTuple._replace is slow)
-        return State(
-            state.now, state.closed, state.paused, state.pending, state.ids, recs,
-            state.resident_bytes, state.resident_count, state.dead, state.completed, state.parked,
-            state.intents, state.epoch,
-        )
-    if len(changes) == 1 and "pending" in changes:
-        return State(
-            state.now, state.closed, state.paused, changes["pending"], state.ids, recs,
-            state.resident_bytes, state.resident_count, state.dead, state.completed, state.parked,
-            state.intents, state.epoch,
-        )
-    return state._replace(recs=recs, **changes)
+    """``state`` with ``recs[i]`` replaced by ``rec`` and the other fields in
+    ``changes`` (not ``ids`` or ``recs``).  Shares what it does not change
+    (``refqueue.model.state.CHUNK``)."""
+    t = with_rec(state, i, rec)
+    for name, value in changes.items():
+        if name == "pending":
+            pending_set(t, value if type(value) is tuple else tuple(value))
+        else:
+            setattr(t, name, value)
+    _settle(t)
+    return t
+
+
+def _pending_appended(state: State, i: int, rec: Rec, sample_id: str) -> State:
+    """``state`` with ``recs[i]`` replaced by ``rec`` and ``sample_id`` appended to pending."""
+    t = with_rec(state, i, rec)
+    pending_appended(t, state, sample_id)
+    _settle(t)
+    return t
 
 
 def _completed(cfg: Config, state: State, sample_id: str) -> tuple[str, ...]:
@@ -221,8 +240,8 @@ def _finish(cfg: Config, state: State, i: int, status: str, reason: str | None) 
     """Move sample ``i`` to a terminal status and scrub its data (D2), or, in
     a deployment (``cfg.two_step_ack``), record a scrub intent for it in the
     same step and leave the data resident until ``scrub_intent`` (D9)."""
-    rec = state.recs[i]
-    sid = state.ids[i]
+    rec = rec_at(state, i)
+    sid = id_at(state, i)
     if cfg.two_step_ack:
         intents = state.intents if sid in state.intents else tuple(sorted(state.intents + (sid,)))
         return _with_rec(
@@ -251,12 +270,12 @@ def _finish(cfg: Config, state: State, i: int, status: str, reason: str | None) 
 def _requeue(cfg: Config, state: State, i: int) -> State:
     """A leased sample comes back (fail or reclaim): pending again with one
     more redelivery, or dead-lettered once it was delivered max_deliveries times."""
-    rec = state.recs[i]
+    rec = rec_at(state, i)
     if cfg.max_deliveries is not None and rec.deliveries >= cfg.max_deliveries:
         state = _with_rec(state, i, rec._replace(redeliveries=rec.redeliveries + 1))
         return _finish(cfg, state, i, DEAD, MAX_DELIVERIES_REASON)
     new = Rec(PENDING, rec.incarnation, rec.deliveries, rec.redeliveries + 1, None, rec.resident, rec.nbytes)
-    return _with_rec(state, i, new, pending=state.pending + (state.ids[i],))
+    return _pending_appended(state, i, new, id_at(state, i))
 
 
 def _check_lease(cfg: Config, state: State, lease: object, call: str) -> Outcome | None:
@@ -330,8 +349,8 @@ def store_put(cfg: Config, state: State, sample_id: str, nbytes: int) -> Outcome
         return bad
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
         return _reject(state, "invalid", f"store_put needs nbytes as an int >= 0, got {nbytes!r}")
-    i = find(state, sample_id)
-    rec = state.recs[i] if i >= 0 else None
+    i = index_of(state, sample_id)
+    rec = rec_at(state, i) if i >= 0 else None
     if rec is not None and rec.resident:
         return _reject(
             state,
@@ -353,17 +372,19 @@ def store_put(cfg: Config, state: State, sample_id: str, nbytes: int) -> Outcome
             f"store_put({sample_id!r}) would hold {state.resident_count + 1} samples, over "
             f"max_samples={cfg.max_samples}; ack samples or raise the cap",
         )
-    counters = dict(resident_bytes=state.resident_bytes + nbytes, resident_count=state.resident_count + 1)
     if rec is None:
-        new = Rec(STORED, 0, 0, 0, None, True, nbytes)
-        return Outcome(
-            state._replace(ids=state.ids + (sample_id,), recs=state.recs + (new,), **counters), None, None
-        )
-    if rec.status in LIVE:
-        new = rec._replace(resident=True, nbytes=nbytes)
-    else:  # a completed (or dropped) id stored again: the next put makes a new incarnation of it
-        new = Rec(STORED, rec.incarnation, 0, 0, None, True, nbytes)
-    return Outcome(_with_rec(state, i, new, **counters), None, None)
+        t = _clone(state)
+        appended_id(t, state, sample_id, Rec(STORED, 0, 0, 0, None, True, nbytes))
+    else:
+        if rec.status in LIVE:
+            new = rec._replace(resident=True, nbytes=nbytes)
+        else:  # a completed (or dropped) id stored again: the next put makes a new incarnation of it
+            new = Rec(STORED, rec.incarnation, 0, 0, None, True, nbytes)
+        t = with_rec(state, i, new)
+    t.resident_bytes = state.resident_bytes + nbytes
+    t.resident_count = state.resident_count + 1
+    _settle(t)
+    return Outcome(t, None, None)
 
 
 def put(cfg: Config, state: State, sample_id: str) -> Outcome:
@@ -377,16 +398,16 @@ def put(cfg: Config, state: State, sample_id: str) -> Outcome:
     bad = _check_put(cfg, state, sample_id, "put")
     if bad is not None:
         return bad
-    i = find(state, sample_id)
+    i = index_of(state, sample_id)
     if i < 0:
-        rec = Rec(PENDING, 1, 0, 0, None, False, 0)
-        new_state = state._replace(
-            pending=state.pending + (sample_id,), ids=state.ids + (sample_id,), recs=state.recs + (rec,)
-        )
-        return Outcome(new_state, None, None)
-    rec = state.recs[i]
-    new = rec._replace(status=PENDING, incarnation=rec.incarnation + 1, deliveries=0, redeliveries=0, deadline=None)
-    return Outcome(_with_rec(state, i, new, pending=state.pending + (sample_id,)), None, None)
+        t = _clone(state)
+        appended_id(t, state, sample_id, Rec(PENDING, 1, 0, 0, None, False, 0))
+        pending_appended(t, state, sample_id)
+        _settle(t)
+        return Outcome(t, None, None)
+    rec = rec_at(state, i)
+    new = Rec(PENDING, rec.incarnation + 1, 0, 0, None, rec.resident, rec.nbytes)
+    return Outcome(_pending_appended(state, i, new, sample_id), None, None)
 
 
 def _parked_without(state: State, sample_id: str) -> tuple[tuple[str, int], ...]:
@@ -395,7 +416,7 @@ def _parked_without(state: State, sample_id: str) -> tuple[tuple[str, int], ...]
 
 def _has_work(state: State) -> bool:
     """Something is pending or leased: a consumer can still free bytes."""
-    return bool(state.pending) or any(r.status == LEASED for r in state.recs)
+    return bool(state._pn) or any(r.status == LEASED for r in state.recs)
 
 
 def try_put(cfg: Config, state: State, sample_id: str, nbytes: int = 0) -> Outcome:
@@ -494,11 +515,11 @@ def acquire(cfg: Config, state: State, choose: str | None = None) -> Outcome:
     is not FIFO) becomes LEASED with deadline ``now + visibility_timeout`` and
     one more delivery; the value is its ``ModelLease``.
     """
-    if not state.pending:
+    if not state._pn:
         return Outcome(state, None, None)
     if choose is None:
-        sample_id = state.pending[0]
-        rest = state.pending[1:]
+        sample_id = pending_head(state)
+        rest = None
     else:
         if choose not in allowed_acquires(cfg, state):
             return _reject(
@@ -509,14 +530,20 @@ def acquire(cfg: Config, state: State, choose: str | None = None) -> Outcome:
         sample_id = choose
         k = state.pending.index(choose)
         rest = state.pending[:k] + state.pending[k + 1 :]
-    i = find(state, sample_id)
-    rec = state.recs[i]
+    i = index_of(state, sample_id)
+    rec = rec_at(state, i)
     new = Rec(
         LEASED, rec.incarnation, rec.deliveries + 1, rec.redeliveries,
         state.now + cfg.visibility_timeout, rec.resident, rec.nbytes,
     )
     lease = ModelLease(lease_epoch(cfg, state.epoch), sample_id, rec.incarnation, rec.redeliveries)
-    return Outcome(_with_rec(state, i, new, pending=rest), lease, None)
+    t = with_rec(state, i, new)
+    if rest is None:
+        pending_popped(t, state)
+    else:
+        pending_set(t, rest)
+    _settle(t)
+    return Outcome(t, lease, None)
 
 
 def get(cfg: Config, state: State, sample_id: str) -> Outcome:
@@ -565,7 +592,7 @@ def ack(cfg: Config, state: State, lease: ModelLease) -> Outcome:
         return bad
     if not is_live(state, lease):
         return Outcome(state, False, None)
-    return Outcome(_finish(cfg, state, find(state, lease.sample_id), ACKED, None), True, None)
+    return Outcome(_finish(cfg, state, index_of(state, lease.sample_id), ACKED, None), True, None)
 
 
 def fail(cfg: Config, state: State, lease: ModelLease) -> Outcome:
@@ -582,7 +609,7 @@ def fail(cfg: Config, state: State, lease: ModelLease) -> Outcome:
         return bad
     if not is_live(state, lease):
         return Outcome(state, False, None)
-    return Outcome(_requeue(cfg, state, find(state, lease.sample_id)), True, None)
+    return Outcome(_requeue(cfg, state, index_of(state, lease.sample_id)), True, None)
 
 
 def dead_letter(cfg: Config, state: State, lease: ModelLease, reason: str) -> Outcome:
@@ -615,10 +642,12 @@ def extend(cfg: Config, state: State, lease: ModelLease, seconds: float) -> Outc
         return bad
     if not is_live(state, lease):
         return Outcome(state, False, None)
-    i = find(state, lease.sample_id)
-    r = state.recs[i]
+    i = index_of(state, lease.sample_id)
+    r = rec_at(state, i)
     new = Rec(r.status, r.incarnation, r.deliveries, r.redeliveries, state.now + seconds, r.resident, r.nbytes)
-    return Outcome(_with_rec(state, i, new), True, None)
+    t = with_rec(state, i, new)
+    _settle(t)
+    return Outcome(t, True, None)
 
 
 def expired(state: State) -> list[int]:
@@ -651,11 +680,9 @@ def close(cfg: Config, state: State) -> Outcome:
     """
     if state.closed:
         return Outcome(state, None, None)
-    closed = State(
-        state.now, True, state.paused, state.pending, state.ids, state.recs,
-        state.resident_bytes, state.resident_count, state.dead, state.completed, state.parked,
-        state.intents, state.epoch,
-    )
+    closed = _clone(state)
+    closed.closed = True
+    _settle(closed)
     return Outcome(closed, None, None)
 
 
@@ -667,15 +694,10 @@ def tick(cfg: Config, state: State, seconds: float = 1) -> Outcome:
     bad = _check_positive(state, seconds, "tick")
     if bad is not None:
         return bad
-    return Outcome(
-        State(
-            state.now + seconds, state.closed, state.paused, state.pending, state.ids, state.recs,
-            state.resident_bytes, state.resident_count, state.dead, state.completed, state.parked,
-            state.intents, state.epoch,
-        ),
-        None,
-        None,
-    )
+    later = _clone(state)
+    later.now = state.now + seconds
+    _settle(later)
+    return Outcome(later, None, None)
 
 
 def scrub(cfg: Config, state: State, sample_id: str) -> Outcome:
@@ -689,9 +711,9 @@ def scrub(cfg: Config, state: State, sample_id: str) -> Outcome:
     if bad is not None:
         return bad
     i = find(state, sample_id)
-    if i < 0 or not state.recs[i].resident:
+    if i < 0 or not rec_at(state, i).resident:
         return Outcome(state, None, None)
-    rec = state.recs[i]
+    rec = rec_at(state, i)
     return Outcome(
         _with_rec(
             state,
@@ -718,9 +740,9 @@ def drop(cfg: Config, state: State, sample_id: str) -> Outcome:
     if bad is not None:
         return bad
     i = find(state, sample_id)
-    if i < 0 or state.recs[i].status != STORED or any(p[0] == sample_id for p in state.parked):
+    if i < 0 or rec_at(state, i).status != STORED or any(p[0] == sample_id for p in state.parked):
         return _reject(state, "invalid", f"drop({sample_id!r}): only a stored sample no producer is putting is an orphan")
-    rec = state.recs[i]
+    rec = rec_at(state, i)
     return Outcome(
         _with_rec(
             state,
@@ -754,7 +776,7 @@ def scrub_intent(cfg: Config, state: State, sample_id: str) -> Outcome:
     if sample_id not in state.intents:
         return Outcome(state, False, None)
     i = find(state, sample_id)
-    rec = state.recs[i]
+    rec = rec_at(state, i)
     intents = tuple(s for s in state.intents if s != sample_id)
     if not rec.resident:  # gone already: the delete finds nothing, only the intent is cleared
         return Outcome(state._replace(intents=intents), True, None)
@@ -811,7 +833,7 @@ def recover(cfg: Config, state: State, sample_id: str) -> Outcome:
     if bad is not None:
         return bad
     i = find(state, sample_id)
-    if i < 0 or state.recs[i].status != LOST:
+    if i < 0 or rec_at(state, i).status != LOST:
         return _reject(
             state,
             "invalid",
@@ -820,9 +842,9 @@ def recover(cfg: Config, state: State, sample_id: str) -> Outcome:
         )
     if state.closed:
         return _reject(state, "closed", f"recover({sample_id!r}) after close(); recover before closing the queue")
-    rec = state.recs[i]
+    rec = rec_at(state, i)
     new = rec._replace(status=PENDING, incarnation=rec.incarnation + 1, deliveries=0, redeliveries=0, deadline=None)
-    return Outcome(_with_rec(state, i, new, pending=state.pending + (sample_id,)), True, None)
+    return Outcome(_pending_appended(state, i, new, sample_id), True, None)
 
 
 def lease_state(state: State, lease: ModelLease) -> str:

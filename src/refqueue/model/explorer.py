@@ -111,8 +111,13 @@ def explore(
     core_failed: dict[object, list[str]] = {}
     memo = Memo()
     step_checks = list(TRANSITION_INVARIANTS.items())
-    world_step_checks = list(WORLD_TRANSITION_INVARIANTS.items())
-    world_checks = list(WORLD_INVARIANTS.items())
+    step_failed: dict[tuple, tuple] = {}  # (id(before), id(after), action, what, value) -> (failed names, before, after)
+    # a world property that says what it reads (``step_key``) is judged once per distinct key
+    world_step_checks = [(n, p, getattr(p, "step_key", None)) for n, p in WORLD_TRANSITION_INVARIANTS.items()]
+    world_step_ok: dict[tuple, bool] = {}
+    world_checks = [(n, p, getattr(p, "node_key", None)) for n, p in WORLD_INVARIANTS.items()]
+    node_failed: dict[tuple, list[str]] = {}
+    world_ok: dict[tuple, bool] = {}
     goals = dict(goals or {})
     start = time.perf_counter()
     next_report = start + progress_every
@@ -127,19 +132,39 @@ def explore(
     transitions = 0
     max_depth = 0
 
+    # Every check is a pure function of what it reads, so each is judged once
+    # per distinct input: a state invariant per (state, consumers), a world
+    # invariant per its ``node_key`` where it gives one.  A check already
+    # violated is not judged again (as before the caches).
     def check_node(k: int) -> None:
         node = nodes[k]
-        failed = core_failed.get(node.state)
+        state = node.state
+        failed = core_failed.get(state)
         if failed is None:
-            failed = core_failed[node.state] = [n for n, p in core_checks if not p(cfg, node.state, ())]
+            failed = core_failed[state] = [n for n, p in core_checks if not p(cfg, state, ())]
         for name in failed:
             if name not in violations:
                 violations[name] = _trace(index, nodes, k)
-        for name, pred in node_checks:
-            if name not in violations and not pred(cfg, node.state, node.consumers):
+        key = (state, node.consumers)
+        failed = node_failed.get(key)
+        if failed is None:
+            failed = node_failed[key] = [
+                n for n, p in node_checks if n not in violations and not p(cfg, state, node.consumers)
+            ]
+        for name in failed:
+            if name not in violations:
                 violations[name] = _trace(index, nodes, k)
-        for name, pred in world_checks:
-            if name not in violations and not pred(world, node):
+        for name, pred, node_key in world_checks:
+            if name in violations:
+                continue
+            if node_key is None:
+                ok = pred(world, node)
+            else:
+                wkey = (name, node_key(node))
+                ok = world_ok.get(wkey)
+                if ok is None:
+                    ok = world_ok[wkey] = bool(pred(world, node))
+            if not ok:
                 violations[name] = _trace(index, nodes, k)
         for name, goal in goals.items():
             if name not in reached and goal(world, node):
@@ -170,11 +195,35 @@ def explore(
                     what = node.consumers[holder].lease  # type: ignore[index]
                 else:
                     what = arg
-                for name, pred in step_checks:
-                    if name not in violations and not pred(cfg, before, after, action, what, value):
+                # The queue's properties read only these five (and cfg): judged once
+                # per distinct step, however many nodes take it.
+                # (keyed by the states' identities: the world's memo makes equal states
+                # one object; the entry keeps both alive, so no identity is reused)
+                key = (id(before), id(after), action, what, value)
+                entry = step_failed.get(key)
+                if entry is None:
+                    entry = step_failed[key] = (
+                        tuple(
+                            name for name, pred in step_checks
+                            if name not in violations and not pred(cfg, before, after, action, what, value)
+                        ),
+                        before,
+                        after,
+                    )
+                for name in entry[0]:
+                    if name not in violations:
                         violations[name] = _trace(index, nodes, k) + [Step(action, arg, child, value)]
-                for name, wpred in world_step_checks:
-                    if name not in violations and not wpred(world, node, child, action, arg, value):
+                for name, wpred, wkey in world_step_checks:
+                    if name in violations:
+                        continue
+                    if wkey is None:
+                        ok = wpred(world, node, child, action, arg, value)
+                    else:
+                        memo_key = (name, wkey(node, child, action, arg, value))
+                        ok = world_step_ok.get(memo_key)
+                        if ok is None:
+                            ok = world_step_ok[memo_key] = bool(wpred(world, node, child, action, arg, value))
+                    if not ok:
                         violations[name] = _trace(index, nodes, k) + [Step(action, arg, child, value)]
             j = len(nodes)
             if seen.setdefault(child, j) != j:

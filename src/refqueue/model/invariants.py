@@ -534,6 +534,22 @@ def LeaseLastsItsTimeout(world: object, before: object, after: object, action: s
     return True
 
 
+# What each world property reads, as a key: the explorer judges a node once
+# per distinct key (the properties are pure).
+BackpressureBound.node_key = lambda node: node.state  # type: ignore[attr-defined]
+NoStuckProducer.node_key = lambda node: (node.state, node.producers)  # type: ignore[attr-defined]
+ParkedRefsArePut.node_key = lambda node: (node.state, node.producers)  # type: ignore[attr-defined]
+
+# What each world step property reads, as a key: the explorer judges a step
+# once per distinct key (the properties are pure).
+StaleLeaseNeverLiveAgain.step_key = (  # type: ignore[attr-defined]
+    lambda before, after, action, arg, value: (before.state, after.state, before.consumers)
+)
+LeaseLastsItsTimeout.step_key = (  # type: ignore[attr-defined]
+    lambda before, after, action, arg, value: (before.state, after.state, action, arg)
+)
+
+
 def RePutDelivered(world: object, node: object) -> bool:
     """A witness, not a property (D5): a sample in its second incarnation or
     later (put, completed, stored and put again) is leased.  ``refqueue

@@ -16,8 +16,10 @@ neither torch nor threading.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
-from typing import NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 __all__ = [
     "STORED",
@@ -122,34 +124,419 @@ class Rec(NamedTuple):
     nbytes: int  # the data's size (estimated_bytes of the ref)
 
 
-class State(NamedTuple):
+# The sequences of a state (``pending``, ``ids``, ``recs``) are kept inside
+# as tuples of chunks of at most ``CHUNK`` items, so an update copies one
+# chunk and the (short) tuple of chunks instead of the whole sequence;
+# ``pending`` also has an offset into its first chunk, so taking its head
+# copies nothing.  A state shows each sequence as a plain tuple: at once
+# while it fits in one chunk, else built on first read and kept.
+CHUNK = 32
+_SHIFT = 5
+_MASK = CHUNK - 1
+
+_FIELDS = (
+    "now", "closed", "paused", "pending", "ids", "recs", "resident_bytes", "resident_count", "dead",
+    "completed", "parked", "intents", "epoch",
+)
+_new = object.__new__
+_chain = itertools.chain.from_iterable
+
+
+def _chunked(items: tuple) -> tuple[tuple, ...]:
+    """``items`` cut into chunks of ``CHUNK`` (the last one shorter); () when empty."""
+    if len(items) <= CHUNK:
+        return (items,) if items else ()
+    return tuple(items[k : k + CHUNK] for k in range(0, len(items), CHUNK))
+
+
+def _flat(chunks: tuple[tuple, ...], off: int) -> tuple:
+    """The items of ``chunks`` from ``off`` on, as one tuple."""
+    if len(chunks) == 1:
+        c = chunks[0]
+        return c[off:] if off else c
+    out = tuple(_chain(chunks))
+    return out[off:] if off else out
+
+
+def _appended(chunks: tuple[tuple, ...], item: object) -> tuple[tuple, ...]:
+    """``chunks`` with ``item`` appended: copies the last chunk and the tuple of chunks."""
+    if chunks:
+        last = chunks[-1]
+        if len(last) < CHUNK:
+            return chunks[:-1] + (last + (item,),)
+    return chunks + ((item,),)
+
+
+def _set(chunks: tuple[tuple, ...], p: int, item: object) -> tuple[tuple, ...]:
+    """``chunks`` with the item at position ``p`` replaced: copies one chunk and the tuple of chunks."""
+    c = p >> _SHIFT
+    old = chunks[c]
+    k = p & _MASK
+    if len(chunks) == 1:
+        return (old[:k] + (item,) + old[k + 1 :],)
+    return chunks[:c] + (old[:k] + (item,) + old[k + 1 :],) + chunks[c + 1 :]
+
+
+class State:
     """The whole observable state of a queue bound to its store.
 
-    ``ids``/``recs`` are parallel: ``recs[i]`` describes ``ids[i]``; ids are
-    kept in the order they were first seen, never removed.  ``intents`` and
-    ``epoch`` matter only in a deployment (D9); their defaults are the
-    in-process queue's.
+    Fields, in this order (the TLA+ variables of the same names):
+
+    ``now``             the clock
+    ``closed``          close() was called
+    ``paused``          the producer is paused (D4)
+    ``pending``         the PENDING ids in delivery order (FIFO)
+    ``ids``, ``recs``   parallel: ``recs[i]`` describes ``ids[i]``; ids are kept
+                        in the order they were first seen, never removed
+    ``resident_bytes``  the store's counter; = sum of resident recs' nbytes
+    ``resident_count``  the store's counter; = number of resident recs
+    ``dead``            (sample_id, reason), in dead-letter order
+    ``completed``       the last dedup_window completed ids, oldest first
+    ``parked``          refs whose producers wait in put_blocks_until_below,
+                        as (sample_id, nbytes) sorted by id: their bytes are
+                        not counted against the watermarks (D8)
+    ``intents``         the ids whose scrub intent a two-step completion
+                        recorded, sorted: acked or dead-lettered, their data
+                        still resident until scrub_intent (D9)
+    ``epoch``           0, then one more per detected lossy restart; a lease
+                        carries it (lease_epoch)
+
+    ``intents`` and ``epoch`` matter only in a deployment (D9); their
+    defaults (and ``parked``'s) are the in-process queue's.
+
+    Immutable (set nothing on it), and it behaves as the ``NamedTuple`` it
+    was: built from the field values positionally or by name, ``_replace``,
+    ``_fields``, iteration, and equal to, hashed and ordered like the tuple
+    of its fields.  The hash is computed once per state.  Inside, the three
+    sequences share structure with the state an action made this one from
+    (``CHUNK``), and the index of each id in ``ids`` is kept, so an action
+    costs about the same at a thousand live samples as at ten.
     """
 
-    now: float
-    closed: bool
-    paused: bool
-    pending: tuple[str, ...]  # PENDING ids in delivery order (FIFO)
-    ids: tuple[str, ...]
-    recs: tuple[Rec, ...]
-    resident_bytes: int  # the store's counter; = sum of resident recs' nbytes
-    resident_count: int  # the store's counter; = number of resident recs
-    dead: tuple[tuple[str, str], ...]  # (sample_id, reason), in dead-letter order
-    completed: tuple[str, ...]  # the last dedup_window completed ids, oldest first
-    # Refs whose producers wait in put_blocks_until_below, as (sample_id,
-    # nbytes) sorted by id: their bytes are not counted against the
-    # watermarks (D8).
-    parked: tuple[tuple[str, int], ...] = ()
-    # The ids whose scrub intent a two-step completion recorded, sorted: acked
-    # or dead-lettered, their data still resident until scrub_intent (D9).
-    intents: tuple[str, ...] = ()
-    # 0, then one more per detected lossy restart; a lease carries it (lease_epoch).
-    epoch: int = 0
+    __slots__ = (
+        "now", "closed", "paused", "resident_bytes", "resident_count", "dead", "completed", "parked",
+        "intents", "epoch",
+        "pending", "ids", "recs",  # the plain tuples; unset until first read when longer than a chunk
+        "_pc", "_po", "_pn",  # pending: its chunks, the offset into the first, its length
+        "_ic", "_rc", "_n",  # ids and recs: their chunks (no offset), their length
+        "_where",  # {sample_id: its index in ids} or None (see index_of)
+        "_h",  # the hash, or None until computed
+    )
+
+    _fields = _FIELDS
+    _field_defaults = {"parked": (), "intents": (), "epoch": 0}
+
+    def __new__(
+        cls,
+        now: float,
+        closed: bool,
+        paused: bool,
+        pending: tuple[str, ...],
+        ids: tuple[str, ...],
+        recs: tuple[Rec, ...],
+        resident_bytes: int,
+        resident_count: int,
+        dead: tuple[tuple[str, str], ...],
+        completed: tuple[str, ...],
+        parked: tuple[tuple[str, int], ...] = (),
+        intents: tuple[str, ...] = (),
+        epoch: int = 0,
+    ) -> State:
+        self = _new(cls)
+        self.now = now
+        self.closed = closed
+        self.paused = paused
+        self.resident_bytes = resident_bytes
+        self.resident_count = resident_count
+        self.dead = dead
+        self.completed = completed
+        self.parked = parked
+        self.intents = intents
+        self.epoch = epoch
+        pending = pending if type(pending) is tuple else tuple(pending)
+        ids = ids if type(ids) is tuple else tuple(ids)
+        recs = recs if type(recs) is tuple else tuple(recs)
+        self.pending, self.ids, self.recs = pending, ids, recs
+        self._pc, self._po, self._pn = _chunked(pending), 0, len(pending)
+        if len(ids) == len(recs):
+            self._ic, self._rc, self._n = _chunked(ids), _chunked(recs), len(ids)
+        else:  # not a state any action makes (TypeOK fails on it): kept as given, updated by rebuilding
+            self._ic, self._rc, self._n = (), (), -1
+        self._where = None
+        self._h = None
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for an unset slot: a sequence longer than a chunk, made on first read.
+        if name == "pending":
+            value = self.pending = _flat(self._pc, self._po)
+        elif name == "ids":
+            value = self.ids = _flat(self._ic, 0)
+        elif name == "recs":
+            value = self.recs = _flat(self._rc, 0)
+        else:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return value
+
+    def _tuple(self) -> tuple:
+        return (
+            self.now, self.closed, self.paused, self.pending, self.ids, self.recs, self.resident_bytes,
+            self.resident_count, self.dead, self.completed, self.parked, self.intents, self.epoch,
+        )
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._tuple())
+
+    def __len__(self) -> int:
+        return 13
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._tuple()[index]
+
+    def _asdict(self) -> dict[str, Any]:
+        return dict(zip(_FIELDS, self._tuple()))
+
+    def __hash__(self) -> int:
+        h = self._h
+        if h is None:
+            h = self._h = hash(self._tuple())
+        return h
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is State:
+            if (
+                self._n != other._n or self._pn != other._pn or self.now != other.now
+                or self.resident_bytes != other.resident_bytes
+            ):
+                return False
+            h, g = self._h, other._h
+            if h is not None and g is not None and h != g:
+                return False
+            return self._tuple() == other._tuple()
+        if isinstance(other, tuple):
+            return self._tuple() == other
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __lt__(self, other: object) -> bool:
+        o = _as_tuple(other)
+        return NotImplemented if o is None else self._tuple() < o
+
+    def __le__(self, other: object) -> bool:
+        o = _as_tuple(other)
+        return NotImplemented if o is None else self._tuple() <= o
+
+    def __gt__(self, other: object) -> bool:
+        o = _as_tuple(other)
+        return NotImplemented if o is None else self._tuple() > o
+
+    def __ge__(self, other: object) -> bool:
+        o = _as_tuple(other)
+        return NotImplemented if o is None else self._tuple() >= o
+
+    def __repr__(self) -> str:
+        return "State(" + ", ".join(f"{n}={v!r}" for n, v in zip(_FIELDS, self._tuple())) + ")"
+
+    def __reduce__(self) -> tuple:
+        return (State, self._tuple())
+
+    def __copy__(self) -> State:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> State:
+        return self
+
+    def _replace(self, **changes: Any) -> State:
+        """The state with the fields named in ``changes`` set (``NamedTuple._replace``)."""
+        for name in changes:
+            if name not in _FIELDS:
+                raise ValueError(f"Got unexpected field names: {sorted(set(changes).difference(_FIELDS))!r}")
+        if "ids" in changes or "recs" in changes or self._n < 0:
+            return State(*[changes[n] if n in changes else getattr(self, n) for n in _FIELDS])
+        t = _clone(self)
+        for name, value in changes.items():
+            if name == "pending":
+                value = value if type(value) is tuple else tuple(value)
+                t._pc, t._po, t._pn, t.pending = _chunked(value), 0, len(value), value
+            else:
+                setattr(t, name, value)
+        _settle(t)
+        return t
+
+    @classmethod
+    def _make(cls, iterable: Any) -> State:
+        return cls(*iterable)
+
+
+def _as_tuple(other: object) -> tuple | None:
+    if type(other) is State:
+        return other._tuple()
+    return other if isinstance(other, tuple) else None
+
+
+_unset_pending = State.pending.__delete__  # type: ignore[attr-defined]
+_unset_ids = State.ids.__delete__  # type: ignore[attr-defined]
+_unset_recs = State.recs.__delete__  # type: ignore[attr-defined]
+
+
+def _clone(s: State) -> State:
+    """A copy of ``s`` without its plain sequences and hash, for an update to
+    change before anyone sees it; ``_settle`` it afterwards."""
+    t = _new(State)
+    t.now = s.now
+    t.closed = s.closed
+    t.paused = s.paused
+    t.resident_bytes = s.resident_bytes
+    t.resident_count = s.resident_count
+    t.dead = s.dead
+    t.completed = s.completed
+    t.parked = s.parked
+    t.intents = s.intents
+    t.epoch = s.epoch
+    t._pc = s._pc
+    t._po = s._po
+    t._pn = s._pn
+    t._ic = s._ic
+    t._rc = s._rc
+    t._n = s._n
+    t._where = s._where
+    t._h = None
+    if s._n < 0:
+        t.ids, t.recs = s.ids, s.recs
+    return t
+
+
+def _settle(t: State) -> None:
+    """Set the plain sequences of a fresh state that fit in one chunk (the
+    others are made on first read)."""
+    pc = t._pc
+    if len(pc) == 1:
+        t.pending = pc[0][t._po :] if t._po else pc[0]
+    elif not pc:
+        t.pending = ()
+    ic = t._ic
+    if len(ic) == 1:
+        t.ids = ic[0]
+        t.recs = t._rc[0]
+    elif not ic and t._n == 0:
+        t.ids = t.recs = ()
+
+
+def index_of(s: State, sample_id: str) -> int:
+    """The index of ``sample_id`` in ``s.ids``, or -1 (``ids.index``, without the scan).
+
+    The map from ids to indices is shared along a line of states: ids are
+    only ever appended, so the map of a state is right for every state with
+    a prefix of its ids, read with ``i < len(ids)``; ``appended_id`` extends
+    it in place when the state appended to is its last owner and copies it
+    otherwise."""
+    n = s._n
+    if n <= CHUNK:  # one chunk (or a state TypeOK refuses): a scan in C is as quick
+        ids = s.ids
+        return ids.index(sample_id) if sample_id in ids else -1
+    w = s._where
+    if w is None:
+        w = {}
+        for i, sid in enumerate(s.ids):
+            if sid not in w:
+                w[sid] = i
+        s._where = w
+    i = w.get(sample_id, -1)
+    if i < 0 or i >= n:
+        return -1
+    if s._ic[i >> _SHIFT][i & _MASK] is sample_id or s._ic[i >> _SHIFT][i & _MASK] == sample_id:
+        return i
+    return _scan(s.ids, sample_id)  # (never for a state the actions made)
+
+
+def _scan(ids: tuple[str, ...], sample_id: str) -> int:
+    try:
+        return ids.index(sample_id)
+    except ValueError:
+        return -1
+
+
+def rec_at(s: State, i: int) -> Rec:
+    """``s.recs[i]`` without making the plain tuple."""
+    if s._n < 0:
+        return s.recs[i]
+    return s._rc[i >> _SHIFT][i & _MASK]
+
+
+def id_at(s: State, i: int) -> str:
+    """``s.ids[i]`` without making the plain tuple."""
+    if s._n < 0:
+        return s.ids[i]
+    return s._ic[i >> _SHIFT][i & _MASK]
+
+
+def pending_head(s: State) -> str:
+    """``s.pending[0]`` (pending must not be empty)."""
+    return s._pc[0][s._po]
+
+
+def with_rec(s: State, i: int, rec: Rec) -> State:
+    """``s`` with ``recs[i]`` replaced by ``rec`` (nothing else changed, not settled)."""
+    if s._n < 0:
+        recs = s.recs
+        return State(*[recs[:i] + (rec,) + recs[i + 1 :] if n == "recs" else getattr(s, n) for n in _FIELDS])
+    t = _clone(s)
+    t._rc = _set(s._rc, i, rec)
+    return t
+
+
+def appended_id(t: State, s: State, sample_id: str, rec: Rec) -> None:
+    """Make ``t`` (a fresh clone of ``s``) hold ``sample_id`` with ``rec`` appended to ids and recs."""
+    n = s._n
+    if n < 0:
+        t.ids, t.recs = s.ids + (sample_id,), s.recs + (rec,)
+        return
+    t._ic = _appended(s._ic, sample_id)
+    t._rc = _appended(s._rc, rec)
+    t._n = n + 1
+    w = s._where
+    if w is not None:
+        if len(w) == n and sample_id not in w:
+            w[sample_id] = n  # s is the last state this map grew for: extend it, s still reads i < n
+        else:
+            w = {k: v for k, v in w.items() if v < n}
+            w[sample_id] = n
+    t._where = w
+
+
+def pending_appended(t: State, s: State, sample_id: str) -> None:
+    """Make ``t`` (a fresh clone of ``s``) have ``sample_id`` appended to pending."""
+    pc = s._pc
+    if pc:
+        last = pc[-1]
+        t._pc = pc[:-1] + (last + (sample_id,),) if len(last) < CHUNK else pc + ((sample_id,),)
+    else:
+        t._pc = ((sample_id,),)
+    t._pn = s._pn + 1
+
+
+def pending_popped(t: State, s: State) -> None:
+    """Make ``t`` (a fresh clone of ``s``) have pending without its head (pending must not be empty)."""
+    n = s._pn - 1
+    if n == 0:
+        t._pc, t._po, t._pn = (), 0, 0
+        return
+    off = s._po + 1
+    if off == CHUNK:
+        t._pc, t._po = s._pc[1:], 0
+    else:
+        t._po = off
+    t._pn = n
+
+
+def pending_set(t: State, pending: tuple[str, ...]) -> None:
+    """Make ``t`` (a fresh clone) have ``pending`` (rebuilt: for the rare updates that are neither)."""
+    t._pc, t._po, t._pn = _chunked(pending), 0, len(pending)
 
 
 def _check_int(name: str, value: object, minimum: int, fix: str) -> None:

@@ -351,11 +351,21 @@ class Memo:
     are pure, so this changes nothing but the time taken.
     """
 
-    __slots__ = ("core", "lease")
+    __slots__ = ("core", "lease", "acquire", "states")
 
     def __init__(self) -> None:
         self.core: dict[tuple, list] = {}
         self.lease: dict[tuple[State, ModelLease], _LeaseMoves] = {}
+        self.acquire: dict[State, A.Outcome] = {}
+        # One object per distinct state the moves reach, so that the nodes
+        # share their states and comparing two equal ones is an identity check.
+        self.states: dict[State, State] = {}
+
+    def canonical(self, outcome: A.Outcome) -> A.Outcome:
+        """``outcome`` with its state replaced by the equal one met first."""
+        state = outcome.state
+        first = self.states.setdefault(state, state)
+        return outcome if first is state else A.Outcome(first, outcome.value, outcome.error)
 
 
 def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[Transition]:
@@ -367,7 +377,13 @@ def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[T
     else:
         core = memo.core.get(key)  # type: ignore[assignment]
         if core is None:
-            core = memo.core[key] = _core_moves(world, state, producers, produced)
+            states = memo.states
+            core = memo.core[key] = [
+                (action, arg, states.setdefault(new_state, new_state), value, new_producers, new_produced)
+                for action, arg, new_state, value, new_producers, new_produced in _core_moves(
+                    world, state, producers, produced
+                )
+            ]
     for action, arg, new_state, value, new_producers, new_produced in core:
         yield _transition((action, arg, _node((new_state, consumers, new_producers, new_produced)), value))
 
@@ -387,7 +403,12 @@ def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[T
             yield _transition(("FailCopy", c, moved(c, _consumer((lease, holding, False, None)), out.state), out.value))
         if lease is None:
             if state.pending:
-                out = A.acquire(world.cfg, state)
+                if memo is None:
+                    out = A.acquire(world.cfg, state)
+                else:
+                    out = memo.acquire.get(state)  # type: ignore[assignment]
+                    if out is None:
+                        out = memo.acquire[state] = memo.canonical(A.acquire(world.cfg, state))
                 yield _transition(("Acquire", c, moved(c, _consumer((out.value, False, False, kept)), out.state), out.value))
                 if world.lost_replies:  # leased, the reply lost: nobody holds the lease
                     yield _transition(("AcquireLost", c, moved(c, me, out.state), out.value))
@@ -399,7 +420,15 @@ def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[T
         else:
             moves = memo.lease.get((state, lease))  # type: ignore[assignment]
             if moves is None:
-                moves = memo.lease[(state, lease)] = _lease_moves(world, state, lease)
+                m = _lease_moves(world, state, lease)
+                canon = memo.canonical
+                moves = memo.lease[(state, lease)] = m._replace(
+                    ack=canon(m.ack),
+                    fail=canon(m.fail),
+                    extend=None if m.extend is None else canon(m.extend),
+                    dead_letter=None if m.dead_letter is None else canon(m.dead_letter),
+                    extend_by=tuple((seconds, canon(out)) for seconds, out in m.extend_by),
+                )
         if holding:
             yield _transition(("Release", c, moved(c, _consumer((lease, False, False, kept))), None))
         else:

@@ -202,7 +202,7 @@ class QueueReplay:
         """Count a finished sample; compact once they are a quarter of ids
         (amortised O(1) per finish, and ids stays O(live samples))."""
         self.finished += 1
-        if self.finished > 64 and 4 * self.finished > len(self.state.ids):
+        if self.finished > 64 and 4 * self.finished > A.known_count(self.state):
             self._compact()
 
     def _lease(self, record: dict[str, Any]) -> ModelLease | str:
@@ -317,7 +317,7 @@ class QueueReplay:
         sample = record.get("sample")
         state = self.state
         if sample is None:
-            if state.pending:
+            if A.pending_count(state):
                 return f"acquire returned None while the model has {len(state.pending)} pending (head {state.pending[0]!r})"
             return None
         out = A.acquire(self.cfg, state)
