@@ -102,6 +102,8 @@ def test_import_from_the_installed_wheel(clean_venv: pathlib.Path, user_env: dic
         "where = pathlib.Path(refqueue.__file__).resolve().parent\n"
         "assert where.is_relative_to(pathlib.Path(sys.prefix).resolve()), where\n"
         "assert default_spec_dir() == where / 'spec', default_spec_dir()\n"
+        "from refqueue.trace_check.tla import spec_dir\n"
+        "assert spec_dir() == where / 'spec', spec_dir()  # trace-check's TLA+ step\n"
         "try:\n"
         "    refqueue.LocalFeatureStore()\n"
         "except ModuleNotFoundError as exc:\n"

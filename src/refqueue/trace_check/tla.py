@@ -42,8 +42,11 @@ _SKIP = {"open", "wait", "pause", "resume", "get", "release", "scrub", "store_op
 
 
 def spec_dir() -> Path:
-    """The repository's ``spec/`` folder."""
-    return Path(__file__).resolve().parents[3] / "spec"
+    """The spec installed with refqueue: the wheel's ``refqueue/spec/``, or a
+    source checkout's ``spec/`` (``refqueue.spec_check.manifest.default_spec_dir``)."""
+    from refqueue.spec_check.manifest import default_spec_dir
+
+    return default_spec_dir()
 
 
 def _whole(value: float, what: str) -> int:
