@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from types import ModuleType
 
-__all__ = ["GPU_EXTRA", "INSTALL_HINT", "TorchMissing", "require_safetensors", "require_torch"]
+__all__ = ["GPU_EXTRA", "INSTALL_HINT", "TorchMissing", "missing", "require_safetensors", "require_torch"]
 
 # The extra of pyproject.toml that installs torch (pinned: torch==2.13.0) and safetensors.
 GPU_EXTRA = "gpu"
@@ -24,7 +24,8 @@ class TorchMissing(ModuleNotFoundError):
     """torch (or safetensors, which the ``gpu`` extra also installs) is not importable."""
 
 
-def _missing(what: str, module: str) -> TorchMissing:
+def missing(what: str, module: str) -> TorchMissing:
+    """The error saying that ``what`` needs ``module`` (torch or safetensors) and how to install it."""
     return TorchMissing(
         f"{what} needs {module}, which is not installed in this Python ({sys.executable}); "
         f"install it with: {INSTALL_HINT}  (torch==2.13.0 and safetensors)",
@@ -43,7 +44,7 @@ def require_torch(what: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name != "torch":
             raise
-        raise _missing(what, "torch") from None
+        raise missing(what, "torch") from None
     return torch
 
 
@@ -54,5 +55,5 @@ def require_safetensors(what: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name != "safetensors":
             raise
-        raise _missing(what, "safetensors") from None
+        raise missing(what, "safetensors") from None
     return safetensors

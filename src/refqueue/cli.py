@@ -44,12 +44,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    from refqueue._torch import TorchMissing
+    from refqueue._torch import TorchMissing, missing
 
     try:
         return int(importlib.import_module(args._module).run(args) or 0)
     except TorchMissing as exc:  # a subcommand that needs torch, without it: what to install, no traceback
         print(f"refqueue {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # the same for an `import torch` not behind require_torch
+        if exc.name not in ("torch", "safetensors"):
+            raise
+        print(f"refqueue {args.command}: {missing(f'refqueue {args.command}', exc.name)}", file=sys.stderr)
         return 2
 
 

@@ -106,3 +106,31 @@ def test_the_plugin_reports_one_error(no_torch: dict[str, str], tmp_path: pathli
     errors = [line for line in out.splitlines() if line.startswith("ERROR")]
     assert len(errors) == 1 and INSTALL_HINT in errors[0], out
     assert "failed" not in out and "Traceback" not in out, out
+
+
+def test_any_subcommand_that_imports_torch_bare_exits_2(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A subcommand whose run reaches a plain ``import torch`` (not behind
+    require_torch) still ends in the hint and exit 2, not a traceback."""
+    from refqueue import cli
+
+    (tmp_path / "needs_torch_cmd.py").write_text(
+        "def add_arguments(parser):\n    pass\n\n"
+        "def run(args):\n    raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(cli.COMMANDS, "needs-torch", ("needs_torch_cmd", "a stand-in that imports torch"))
+    assert cli.main(["needs-torch"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("refqueue needs-torch: refqueue needs-torch needs torch") and INSTALL_HINT in err, err
+
+    (tmp_path / "needs_other_cmd.py").write_text(
+        "def add_arguments(parser):\n    pass\n\n"
+        "def run(args):\n    raise ModuleNotFoundError(\"No module named 'nope'\", name='nope')\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setitem(cli.COMMANDS, "needs-other", ("needs_other_cmd", "a stand-in missing another module"))
+    with pytest.raises(ModuleNotFoundError, match="nope"):  # only torch and safetensors are translated
+        cli.main(["needs-other"])
