@@ -755,12 +755,15 @@ class Harness:
             return
         self._returned(step, value, out.value)
         if self._dead_api and len(self.dead) - dead_before > 1:
-            step = self._adopt_dead_order(step, dead_before, groups)
+            step = self._adopt_dead_order(step, dead_before, groups, before)
         self._observe(step)
 
-    def _adopt_dead_order(self, step: Step, start: int, groups: dict[float, list[str]]) -> Step:
+    def _adopt_dead_order(self, step: Step, start: int, groups: dict[float, list[str]], before: State) -> Step:
         """The step, with the backend's order of the dead letters this reclaim
-        added when it only permutes leases due at the same instant."""
+        added when it only permutes leases due at the same instant.  The
+        model takes the same order: its dead letters, and the dedup window,
+        whose newest completions are these dead letters in the order they
+        were made (D5: a window of 1 then remembers the backend's last)."""
         try:
             got = tuple((d.ref.sample_id, d.reason, d.deliveries) for d in self.queue.dead_letters())
         except Exception:  # noqa: BLE001 - _observe reads it again and reports the crash
@@ -776,6 +779,20 @@ class Harness:
         ):
             return step
         self.dead = got
+        order = [d[0] for d in got[start:]]
+        state = self.state
+        mine_tail = {entry[0]: entry for entry in state.dead[len(before.dead):]}
+        if sorted(mine_tail) != sorted(order):  # not only this reclaim's dead letters: keep the model's
+            return step._replace(obs=self._expected())
+        completed = before.completed
+        if self.cfg.dedup_window:
+            for sid in order:
+                completed = (completed + (sid,))[-self.cfg.dedup_window :]
+        else:
+            completed = state.completed
+        self.state = state._replace(
+            dead=state.dead[: len(before.dead)] + tuple(mine_tail[sid] for sid in order), completed=completed
+        )
         step = step._replace(obs=self._expected())
         self.trace[-1] = step
         return step
