@@ -68,7 +68,8 @@ the phases made of named checks), ``phases`` (their names and modules, light
 enough for the command line), ``profiles`` (``ci``, ``deep``), ``certify``
 (the composition), ``crash`` (whose exception escaped a phase: the
 backend's, a failure of the phase, or the kit's own, a ``KitBug``),
-``certificate`` (the merged verdicts as JSON and Markdown), ``harness`` (one backend in lockstep with the model, every
+``certificate`` (the merged verdicts as JSON and Markdown), ``parallel`` (the
+walks phase on ``-j`` worker processes, each loading the backend by name), ``harness`` (one backend in lockstep with the model, every
 observable compared), ``session`` and ``samples`` (the kit's queues, stores
 and tensors), ``render`` (a failing run as a pytest module), ``progress``,
 ``cli`` (``refqueue certify``) and ``plugin`` (``pytest --refqueue-backend``:

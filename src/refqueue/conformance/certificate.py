@@ -41,6 +41,9 @@ class Certificate:
     history: str | None = None  # JSON of the history the threads phase found not linearizable (or undecided)
     not_checked: list[dict[str, str]] = field(default_factory=list)  # {"check", "why"}: each check not run
     phases_not_requested: list[str] = field(default_factory=list)  # left out by certify(phases=...) / --phase
+    # Each run of a phase in the order made: {"phase", "pass": "short"|"whole", "verdict", "steps", "seconds"}
+    # (--fail-fast runs a short pass of every phase before the whole ones).
+    runs: list[dict[str, Any]] = field(default_factory=list)
     duration_s: float = 0.0
     kit_version: str = KIT_VERSION
 
@@ -83,6 +86,7 @@ class Certificate:
             "phases": self.phases,
             "coverage": self.coverage,
             "not_checked": self.not_checked,
+            "runs": self.runs,
             "failure": self.failure,
             "python": platform.python_version(),
         }

@@ -34,7 +34,7 @@ from refqueue.conformance.construction import check_construction
 from refqueue.conformance.contract import Backend, load_backend
 from refqueue.conformance.crash import KitBug, blame
 from refqueue.conformance.phase import Context, PhaseResult, crashed, lacking
-from refqueue.conformance.phases import PHASES, phase
+from refqueue.conformance.phases import PHASES, phase, phase_of_entry
 from refqueue.conformance.profiles import PROFILES, Profile
 from refqueue.conformance.progress import Progress
 
@@ -56,6 +56,8 @@ def certify(
     producer_bound: float | None = None,
     wake_bound: float | None = None,
     options: Mapping[str, Any] | None = None,
+    jobs: int = 1,
+    fail_fast: bool = False,
 ) -> Certificate:
     """Certify ``backend`` (a ``Backend`` or ``"module:factory"``); see the module docstring.
 
@@ -65,12 +67,23 @@ def certify(
     producer of the producers phase; ``wake_bound`` the profile's bound
     (seconds) on a wakeup of the blocking phase.  ``options`` are passed to
     every factory call besides the kit's keys (``refqueue certify -o key=value``).
+    ``jobs`` worker processes walk the worlds (``refqueue.conformance.parallel``;
+    1: in this process).  ``fail_fast`` runs a short pass of every phase
+    (``Profile.short()``) before the whole runs of the phases the profile sizes
+    (``order``); the certificate's ``runs`` lists the runs in the order made.
     """
     unknown = [p for p in phases if p not in PHASES]
     if unknown or not phases:
         raise ValueError(f"phases must be a non-empty subset of {PHASES}, got {phases!r}")
     if isinstance(backend, str):
         backend = load_backend(backend)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be an int >= 1 (worker processes of the walks), got {jobs!r}")
+    spec, serial = None, None
+    if jobs > 1:
+        from refqueue.conformance.parallel import spec_of
+
+        spec, serial = spec_of(backend, options)  # before the options are bound: a worker binds its own
     if options:
         make, fixed = backend.factory, dict(options)
         backend = dataclasses.replace(backend, factory=lambda store, clock, **kw: make(store, clock, **fixed, **kw))
@@ -109,22 +122,70 @@ def certify(
     )
     cert.not_checked = not_checked(backend)
     cert.phases_not_requested = [p for p in PHASES if p not in phases]
-    context = Context(backend, profile, seed, steps, exhaustive, bar, cert.kit_version)
+    workers = None
+    if spec is not None:
+        from refqueue.conformance.parallel import Workers
+
+        workers = Workers(spec, jobs)
+    context = Context(backend, profile, seed, steps, exhaustive, bar, cert.kit_version, workers=workers, serial=serial)
+    short = dataclasses.replace(context, profile=profile.short(), exhaustive=False, short=True)
+    done = 0  # steps of every run so far, the short ones included
+    provisional: dict[str, str] = {}  # phase -> the entry its passing short run left until its whole run
     try:
         for each in every:
-            if each.name not in phases:
-                continue
+            if each.name in phases and not lacking(backend, each.needs):
+                each.prepare(context)
+        for each, in_short in order([p for p in every if p.name in phases], fail_fast):
             missing = lacking(backend, each.needs)
+            if missing and not in_short and fail_fast:
+                continue  # listed as skipped in the short pass
             if missing:
                 result = PhaseResult({"steps": 0, "skipped": each.skipped(missing)})
             else:
-                result = _run_phase(each, dataclasses.replace(context, steps_before=cert.steps))
+                result = _run_phase(each, dataclasses.replace(short if in_short else context, steps_before=done))
+            done += result.steps
+            cert.runs.append({
+                "phase": each.name, "pass": "short" if in_short else "whole", "verdict": result.verdict,
+                "steps": result.steps, "seconds": result.counts.get("seconds", 0),
+            })  # fmt: skip
+            if in_short and each.sized and result.failure is not None and result.failure.get("kind") == "unfit":
+                continue  # what a phase cannot judge is judged on its whole run, with the whole run's needs
+            if in_short and each.sized and result.failure is None:
+                # Its whole run follows and replaces this entry; until then (a failure
+                # in the short pass) the certificate shows what the short run did.
+                result.counts["short_pass"] = True
+                provisional[each.name] = result.key or each.name
+                cert.phases[provisional[each.name]] = result.counts
+                cert.coverage.update(result.coverage)
+                continue
+            if in_short and result.failure is not None:
+                result.counts["short_pass"] = True
+                result.failure["short_pass"] = True
+            cert.phases.pop(provisional.pop(each.name, ""), None)
             if not _merge(cert, each.name, result):
                 break
     finally:
+        if workers is not None:
+            workers.close()
+        # In the kit's order, however the runs came (a short run's entry is replaced by its whole run's).
+        rank = {name: PHASES.index(phase_of_entry(name).name) for name in cert.phases}
+        cert.phases = dict(sorted(cert.phases.items(), key=lambda item: rank[item[0]]))
         bar.finish()
         cert.duration_s = time.perf_counter() - started
     return cert
+
+
+def order(chosen: list[Any], fail_fast: bool) -> list[tuple[Any, bool]]:
+    """The runs of the ``chosen`` phases, in order, as ``(phase, short)``: each
+    phase once, whole; or with ``fail_fast`` a short pass of every phase first
+    (``Profile.short()``: a phase that is not ``sized`` runs whole in it; one
+    with a ``slow_start`` after the others, while what it needs is built),
+    then the whole runs of the sized phases, so that any phase's first
+    failure shows after the short pass at the latest."""
+    if not fail_fast:
+        return [(each, False) for each in chosen]
+    short = [each for each in chosen if not each.slow_start] + [each for each in chosen if each.slow_start]
+    return [(each, True) for each in short] + [(each, False) for each in chosen if each.sized]
 
 
 def _run_phase(each: Any, context: Context) -> PhaseResult:

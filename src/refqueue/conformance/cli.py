@@ -1,6 +1,16 @@
 """``refqueue certify [MODULE:FACTORY] [--profile ci|deep] [--steps N] [--seed S]
 [--report DIR] [--exhaustive] [--producer-bound SECONDS] [--wake-bound SECONDS] [--timeout SECONDS]
-[-o KEY=VALUE ...]``: certify a backend against the reference model.
+[-o KEY=VALUE ...] [-j N] [--fail-fast | --no-fail-fast]``: certify a backend against the reference model.
+
+``-j N`` (default: the number of cores) walks the worlds in N worker
+processes, each loading the backend from ``MODULE:FACTORY`` (with ``-o``
+options) and building its own instances; ``--exhaustive`` splits each
+world's transitions among them.  The certificate's coverage is a serial
+run's.  ``-j 1`` walks in this process (so does a backend that cannot be
+loaded by name).  ``--fail-fast`` (the default) runs a short pass of every
+phase (a few walks, each blocking check once, a few histories) before the
+whole runs, so that any phase's first failure shows within a minute even on
+a slow backend; ``--no-fail-fast`` runs each phase once, whole, in order.
 
 ``-o key=value`` (repeatable) passes a backend option to every factory call,
 besides the kit's keys: the value is parsed as JSON when it parses
@@ -139,6 +149,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="draw no progress bar")
     parser.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="worker processes that walk the worlds, each loading the backend from MODULE:FACTORY and building "
+        "its own instances; --exhaustive splits each world's transitions among them, with the same coverage as "
+        "one process (default: the number of cores; 1: walk in this process)",
+    )
+    parser.add_argument(
+        "--fail-fast",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="first a short pass of every phase (two walks per world, each blocking check once, two histories, a "
+        "few lockstep examples), then the whole runs: any phase's first failure within a minute on a slow "
+        "backend (default: on; --no-fail-fast runs each phase once, whole, in order)",
+    )
+    parser.add_argument(
         "-o",
         "--option",
         dest="options",
@@ -251,6 +279,8 @@ def run(args: Any) -> int:
             wake_bound=args.wake_bound,
             options=options or None,
             phases=tuple(getattr(args, "phases", None) or PHASES),
+            jobs=_jobs(getattr(args, "jobs", None)),
+            fail_fast=getattr(args, "fail_fast", False),
         ),
         getattr(args, "timeout", DEFAULT_TIMEOUT_S),
     )
@@ -312,6 +342,15 @@ def _run_with_timeout(work: Any, timeout: float) -> tuple[BaseException | None, 
     return outcome[0]
 
 
+def _jobs(jobs: int | None) -> int:
+    """``-j``, or the number of cores this process may run on."""
+    if jobs is not None:
+        return jobs
+    from refqueue.conformance.parallel import default_jobs
+
+    return default_jobs()
+
+
 def _unwritable(report: str) -> str | None:
     """Why the report folder cannot take the certificate, or None."""
     import tempfile
@@ -362,5 +401,7 @@ def summary(cert: Any, paths: dict[str, Any]) -> str:
                 f"shortest failing run {f['trace_steps']} steps"
             )
         lines.append(f"  {'':<13} {f['message']}")
+        if f.get("short_pass"):
+            lines.append(f"  {'':<13} found in the short pass (--fail-fast: a short run of every phase before the whole runs)")
     lines.append(f"  {'certificate':<13} {', '.join(str(p) for p in paths.values())}")
     return "\n".join(lines)

@@ -108,6 +108,7 @@ def _failure(
 
 class ConstructionPhase(PhaseBase):
     name = "construction"
+    sized = False  # the same few constructions whatever the profile
 
     def run(self, context: Context) -> PhaseResult:
         context.progress.start("construction", len(CONSTRUCTIONS))

@@ -56,7 +56,11 @@ class Context:
     ``profile`` is a ``refqueue.conformance.profiles.Profile``; ``steps`` the
     lockstep override (None: the profile's); ``steps_before`` the steps the
     phases before this one took (a failure reports the steps of all phases
-    until it showed).
+    until it showed).  ``workers`` (a ``refqueue.conformance.parallel.Workers``,
+    or None) are the processes the walks phase may use (``-j``); ``serial``
+    says why there are none though more than one job was asked for.
+    ``short`` is true in the short pass of ``--fail-fast`` (the profile is then
+    ``Profile.short()``'s).
     """
 
     backend: Backend
@@ -67,6 +71,9 @@ class Context:
     progress: Progress
     kit_version: str
     steps_before: int = 0
+    workers: Any = None
+    serial: str | None = None
+    short: bool = False
 
     @property
     def target(self) -> str:
@@ -136,6 +143,13 @@ class PhaseBase:
     needs: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()  # certificate entries it may write besides ``name``
     split = False  # the pytest plugin reports one test per named check (``checks``)
+    # Whether the profile's sizes (walks, examples, histories, trials) set how much
+    # the phase runs: --fail-fast runs such a phase twice (short, then whole), one
+    # that is not sized once, whole, in its short pass.
+    sized = True
+    # Whether its first step waits for something built in the background (``prepare``):
+    # the short pass of --fail-fast runs such a phase after the others, meanwhile.
+    slow_start = False
     checks: tuple[str, ...] = ()
 
     def run(self, context: Context) -> PhaseResult:  # pragma: no cover - every phase overrides it
@@ -148,6 +162,10 @@ class PhaseBase:
     def not_checked(self, lacking: Sequence[str]) -> dict[str, str]:
         """The certificate's not-checked entry of the phase, skipped for ``lacking``."""
         return {"check": f"{self.name} phase", "why": self.skipped(lacking)}
+
+    def prepare(self, context: Context) -> None:
+        """Start, in the background, what the phase's run will need (``certify``
+        calls it for every phase it will run, before the first runs); nothing by default."""
 
     def refuse(self, backend: Backend, exhaustive: bool) -> str | None:
         """Why ``backend`` cannot be certified with these options at all (``certify``

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["PROFILES", "Profile"]
 
@@ -31,6 +31,16 @@ class Profile:
     wake_trials: int = 6  # trials of each blocking check that measures a wakeup at random offsets (timing model)
     shrink_seconds: float = 30.0  # time a failing threaded history may be shrunk for (0: not shrunk)
     shrink_reruns: int = 3  # recordings of a shrunk candidate before it counts as passing (threads vary)
+
+    def short(self) -> Profile:
+        """The profile of ``--fail-fast``'s short pass: a few walks (two per
+        world), a few lockstep examples, two histories, two samples per
+        producer, each blocking check once; bounds and shrinking as the profile's."""
+        return replace(
+            self, walks=min(self.walks, 8), examples=min(self.examples, 20),
+            histories=min(self.histories, 2), history_ops=min(self.history_ops, 200),
+            producer_samples=min(self.producer_samples, 2), wake_trials=1,
+        )  # fmt: skip
 
 
 PROFILES: dict[str, Profile] = {

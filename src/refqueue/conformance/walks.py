@@ -19,6 +19,7 @@ Imports: ``worlds``, ``walker``, ``coverage``, ``harness`` (through
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,6 +43,10 @@ __all__ = [
 # capabilities walks the graph without their transitions (worlds.world_limits).
 WALK_NEEDS = ("fifo",)
 
+# The rough cost of each kit world (building its graph, covering it), for sharing them out among workers.
+_COST = {"agreement": 12, "wide": 6, "timing": 3, "reput": 2}
+_BY_COST = sorted(KIT_WORLDS, key=lambda w: -_COST.get(w, 1))
+
 
 class WalksPhase(PhaseBase):
     """The ``walks`` phase: seeded random walks on the kit's world graphs, or
@@ -52,6 +57,7 @@ class WalksPhase(PhaseBase):
     name = "walks"
     needs = WALK_NEEDS
     keys = ("exhaustive",)
+    slow_start = True  # the world graphs take seconds to build (on the workers, from prepare)
 
     def skipped(self, lacking: Any) -> str:
         return f"the world graph needs {', '.join(lacking)}"
@@ -68,6 +74,21 @@ class WalksPhase(PhaseBase):
             )
         return None
 
+    def prepare(self, context: Context) -> None:
+        if context.workers is None or lacking(context.backend, WALK_NEEDS):
+            return
+        jobs = context.workers.jobs
+        if context.exhaustive:  # every worker covers a share of every world
+            plan = [list(_BY_COST) for _ in range(jobs)]
+        else:  # each world's walks are one task: the worlds shared out, largest first
+            plan = [[] for _ in range(jobs)]
+            load = [0] * jobs
+            for world in _BY_COST:
+                k = load.index(min(load))
+                plan[k].append(world)
+                load[k] += _COST[world]
+        context.workers.warm(plan)
+
     def model_units(self, capabilities: Any) -> int:
         from refqueue.model.world import make_world
 
@@ -76,59 +97,44 @@ class WalksPhase(PhaseBase):
     def run(self, context: Context) -> PhaseResult:
         from refqueue.conformance.coverage import Reach
 
-        backend, bar, profile = context.backend, context.progress, context.profile
+        backend, bar = context.backend, context.progress
         name = "exhaustive" if context.exhaustive else "walks"
         reach = Reach(backend.capabilities.to_dict())
         total = WalkResult()
         worlds: dict[str, dict[str, Any]] = {}
-        said: list[str] = []
+        said = world_limits(backend.capabilities)[2]
         failure = None
+        started = time.perf_counter()
+        outcomes = _parallel(context, name) if context.workers is not None else {}
         for k, world in enumerate(KIT_WORLDS):
-            wg, said = kit_world(world, backend.capabilities)
-            coverage = Coverage.of(wg)
-            label = f"{name} {k + 1}/{len(KIT_WORLDS)} ({world})"
-
-            def note(done: int, walked: int, coverage: Coverage = coverage, unit: str = "") -> str:
-                reach.add(list(coverage.situations))
-                got, possible = reach.counts()
-                return f"{unit} · {walked:,} steps · situations {got}/{possible}"
-
-            if context.exhaustive:
-                bar.start(label, sum(len(o) for o in wg.out))
-                result = cover(
-                    backend,
-                    coverage=coverage,
-                    wg=wg,
-                    progress=lambda taken, done, note=note: bar.update(taken, note(taken, done, unit="transitions")),
-                )
+            outcome = outcomes.get(world)
+            if outcome is not None and outcome.error is None:  # walked by the workers (refqueue.conformance.parallel)
+                result, coverage = outcome.result, outcome.coverage
             else:
-                share = -(-profile.walks // len(KIT_WORLDS))  # the profile's walks, shared among the worlds
-                bar.start(label, share)
-                # Each world gets its own stream of the seed (the same for every run of that seed).
-                result = random_walks(
-                    backend,
-                    walks=share,
-                    length=profile.walk_length,
-                    seed=context.seed * len(KIT_WORLDS) + k,
-                    coverage=coverage,
-                    wg=wg,
-                    progress=lambda walks, done, note=note: bar.update(walks, note(walks, done, unit="walks")),
-                )
+                result, coverage = _serial(context, name, k, world, reach)
             reach.add(list(coverage.situations))
             worlds[world] = _graph_coverage(coverage) | {"steps": result.steps, "seconds": round(result.seconds, 2)}
+            if outcome is not None and outcome.error is not None:
+                worlds[world]["walked_serially"] = outcome.error.strip().splitlines()[-1][:200]
             earlier = total.steps
             for field_name in ("steps", "walks", "replays", "off_graph", "given_up"):
                 setattr(total, field_name, getattr(total, field_name) + getattr(result, field_name))
             total.seconds += result.seconds
-            if result.failure is not None:
-                failure = result.failure
+            if result.failure is not None or (outcome is not None and outcome.failure is not None):
+                failure = result.failure if result.failure is not None else outcome.failure  # type: ignore[union-attr]
                 total.steps_to_failure = earlier + (result.steps_to_failure or 0)
                 worlds[world]["failed"] = True
                 break
+        if context.workers is not None:
+            total.seconds = time.perf_counter() - started  # the worlds overlap: the phase's wall time
         got, possible = reach.counts()
         bar.start(f"{name} situations", possible)
         bar.update(got, "interesting situations reached", force=True)
         counts = timed(total.steps, total.seconds, walks=total.walks, replays=total.replays, worlds=list(worlds))
+        if context.workers is not None:
+            counts["jobs"] = context.workers.jobs
+        elif context.serial:
+            counts["serial"] = context.serial
         if total.off_graph:
             counts["tie_orders_off_graph"] = total.off_graph
         if total.given_up:
@@ -146,7 +152,17 @@ class WalksPhase(PhaseBase):
         graph["nodes_share"] = f"{100 * graph['nodes'] / max(graph['nodes_total'], 1):.1f} %"
         graph["worlds"] = worlds
         out = PhaseResult(counts, key=name, coverage={"world_graph": graph, "situations": reach.to_dict()})
-        if failure is not None:
+        if isinstance(failure, dict):  # found by a worker, its replay rendered there
+            in_phase = total.steps_to_failure or 0
+            out.failure = {
+                "phase": name,
+                "message": failure["message"],
+                "steps_to_failure": context.steps_before + in_phase,
+                "phase_steps_to_failure": in_phase,
+                "trace_steps": failure["trace_steps"],
+            }
+            out.replay = failure["replay"]
+        elif failure is not None:
             out.failure, out.replay = harness_failure(context, name, failure, total.steps_to_failure)
         return out
 
@@ -209,6 +225,58 @@ class WalksPhase(PhaseBase):
                 mark = "yes" if name in situations["reached"] else situations["out_of_reach"].get(name, "no")
                 lines.append(f"| {name} | {mark} | {what} |")
         return lines
+
+
+def _serial(context: Context, name: str, k: int, world: str, reach: Any) -> tuple[WalkResult, Coverage]:
+    """World ``world`` (the ``k``-th) walked, or covered, in this process."""
+    backend, bar, profile = context.backend, context.progress, context.profile
+    wg, _said = kit_world(world, backend.capabilities)
+    coverage = Coverage.of(wg)
+    label = f"{name} {k + 1}/{len(KIT_WORLDS)} ({world})"
+
+    def note(done: int, walked: int, unit: str = "") -> str:
+        reach.add(list(coverage.situations))
+        got, possible = reach.counts()
+        return f"{unit} · {walked:,} steps · situations {got}/{possible}"
+
+    if context.exhaustive:
+        bar.start(label, sum(len(o) for o in wg.out))
+        result = cover(
+            backend, coverage=coverage, wg=wg,
+            progress=lambda taken, done: bar.update(taken, note(taken, done, unit="transitions")),
+        )  # fmt: skip
+    else:
+        share = -(-profile.walks // len(KIT_WORLDS))  # the profile's walks, shared among the worlds
+        bar.start(label, share)
+        # Each world gets its own stream of the seed (the same for every run of that seed).
+        result = random_walks(
+            backend, walks=share, length=profile.walk_length, seed=context.seed * len(KIT_WORLDS) + k,
+            coverage=coverage, wg=wg, progress=lambda walks, done: bar.update(walks, note(walks, done, unit="walks")),
+        )  # fmt: skip
+    return result, coverage
+
+
+def _parallel(context: Context, name: str) -> dict[str, Any]:
+    """The worlds walked, or covered, by the workers (``refqueue.conformance.parallel``):
+    with ``exhaustive`` each world split into one share per worker, else each
+    world's walks one task, with the seed stream a serial run gives it."""
+    profile, workers, bar = context.profile, context.workers, context.progress
+    names = list(KIT_WORLDS)
+    tasks: list[dict[str, Any]] = []
+    for k, world in enumerate(names):
+        common = {"world": world, "target": context.target, "found_by": context.found_by(name), "weight": _COST.get(world, 1)}
+        if context.exhaustive:
+            tasks += [{"kind": "cover", "share": [j, workers.jobs], **common} for j in range(workers.jobs)]
+        else:
+            share = -(-profile.walks // len(KIT_WORLDS))
+            walks = {"walks": share, "length": profile.walk_length, "seed": context.seed * len(KIT_WORLDS) + k}
+            tasks.append({"kind": "walks", **walks, **common})
+    bar.start(f"{name} {len(names)} worlds on {workers.jobs} workers", len(tasks))
+
+    def progress(done: int, of: int, taken: int, steps: int) -> None:
+        bar.update(done, f"tasks · {taken:,} transitions · {steps:,} steps")
+
+    return workers.drive(tasks, names, progress)
 
 
 def _graph_coverage(coverage: Coverage) -> dict[str, Any]:
