@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 from refqueue.model.decisions import effective_residency, is_due, next_paused
 from refqueue.model.state import (
     ACKED,
+    CHUNK,
     DEAD,
     DROPPED,
     LEASED,
@@ -146,10 +147,17 @@ def rec_of(state: State, sample_id: str) -> Rec | None:
 def is_live(state: State, lease: ModelLease) -> bool:
     """Whether ``lease`` is the sample's live lease (same incarnation and
     delivery, of the queue's current epoch)."""
-    i = index_of(state, lease.sample_id)
-    if i < 0:
-        return False
-    rec = rec_at(state, i)
+    sid = lease.sample_id
+    if state._n <= CHUNK:  # (the ids fit one chunk: a scan in C, no call)
+        ids = state.ids
+        if sid not in ids:
+            return False
+        rec = state.recs[ids.index(sid)]
+    else:
+        i = index_of(state, sid)
+        if i < 0:
+            return False
+        rec = rec_at(state, i)
     return (
         rec.status == LEASED
         and rec.incarnation == lease.incarnation

@@ -116,7 +116,6 @@ def explore(
     world_step_checks = [(n, p, getattr(p, "step_key", None)) for n, p in WORLD_TRANSITION_INVARIANTS.items()]
     world_step_ok: dict[tuple, bool] = {}
     world_checks = [(n, p, getattr(p, "node_key", None)) for n, p in WORLD_INVARIANTS.items()]
-    node_failed: dict[tuple, list[str]] = {}
     world_ok: dict[tuple, bool] = {}
     goals = dict(goals or {})
     start = time.perf_counter()
@@ -132,10 +131,10 @@ def explore(
     transitions = 0
     max_depth = 0
 
-    # Every check is a pure function of what it reads, so each is judged once
-    # per distinct input: a state invariant per (state, consumers), a world
-    # invariant per its ``node_key`` where it gives one.  A check already
-    # violated is not judged again (as before the caches).
+    # Every check is a pure function of what it reads, so one that reads only
+    # the model's state is judged once per state, a world invariant once per
+    # its ``node_key`` where it gives one.  A check already violated is not
+    # judged again (as before the caches).
     def check_node(k: int) -> None:
         node = nodes[k]
         state = node.state
@@ -145,14 +144,9 @@ def explore(
         for name in failed:
             if name not in violations:
                 violations[name] = _trace(index, nodes, k)
-        key = (state, node.consumers)
-        failed = node_failed.get(key)
-        if failed is None:
-            failed = node_failed[key] = [
-                n for n, p in node_checks if n not in violations and not p(cfg, state, node.consumers)
-            ]
-        for name in failed:
-            if name not in violations:
+        consumers = node.consumers  # (nodes rarely share their state and consumers: judged per node)
+        for name, pred in node_checks:
+            if name not in violations and not pred(cfg, state, consumers):
                 violations[name] = _trace(index, nodes, k)
         for name, pred, node_key in world_checks:
             if name in violations:
