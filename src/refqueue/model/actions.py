@@ -27,6 +27,7 @@ store's scrub, and a deployment's second step of a completion
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -129,6 +130,13 @@ class Health(NamedTuple):
     sample_count: int
     high_watermark_hit: bool
     low_watermark_hit: bool
+
+
+# The NamedTuples the hot paths build, without the Python-level __new__ frame
+# (the same objects: ``_outcome((state, value, error)) == Outcome(state, value, error)``).
+_outcome = functools.partial(tuple.__new__, Outcome)
+_rec = functools.partial(tuple.__new__, Rec)
+_lease = functools.partial(tuple.__new__, ModelLease)
 
 
 # -- reading the state ------------------------------------------------------
@@ -262,7 +270,7 @@ def _finish(cfg: Config, state: State, i: int, status: str, reason: str | None) 
         )
     resident_bytes = state.resident_bytes - rec.nbytes if rec.resident else state.resident_bytes
     resident_count = state.resident_count - 1 if rec.resident else state.resident_count
-    new = rec._replace(status=status, deadline=None, resident=False)
+    new = _rec((status, rec.incarnation, rec.deliveries, rec.redeliveries, None, False, rec.nbytes))
     dead = state.dead + ((sid, reason),) if status == DEAD else state.dead
     return _with_rec(
         state,
@@ -282,7 +290,7 @@ def _requeue(cfg: Config, state: State, i: int) -> State:
     if cfg.max_deliveries is not None and rec.deliveries >= cfg.max_deliveries:
         state = _with_rec(state, i, rec._replace(redeliveries=rec.redeliveries + 1))
         return _finish(cfg, state, i, DEAD, MAX_DELIVERIES_REASON)
-    new = Rec(PENDING, rec.incarnation, rec.deliveries, rec.redeliveries + 1, None, rec.resident, rec.nbytes)
+    new = _rec((PENDING, rec.incarnation, rec.deliveries, rec.redeliveries + 1, None, rec.resident, rec.nbytes))
     return _pending_appended(state, i, new, id_at(state, i))
 
 
@@ -414,8 +422,8 @@ def put(cfg: Config, state: State, sample_id: str) -> Outcome:
         _settle(t)
         return Outcome(t, None, None)
     rec = rec_at(state, i)
-    new = Rec(PENDING, rec.incarnation + 1, 0, 0, None, rec.resident, rec.nbytes)
-    return Outcome(_pending_appended(state, i, new, sample_id), None, None)
+    new = _rec((PENDING, rec.incarnation + 1, 0, 0, None, rec.resident, rec.nbytes))
+    return _outcome((_pending_appended(state, i, new, sample_id), None, None))
 
 
 def _parked_without(state: State, sample_id: str) -> tuple[tuple[str, int], ...]:
@@ -540,18 +548,18 @@ def acquire(cfg: Config, state: State, choose: str | None = None) -> Outcome:
         rest = state.pending[:k] + state.pending[k + 1 :]
     i = index_of(state, sample_id)
     rec = rec_at(state, i)
-    new = Rec(
+    new = _rec((
         LEASED, rec.incarnation, rec.deliveries + 1, rec.redeliveries,
         state.now + cfg.visibility_timeout, rec.resident, rec.nbytes,
-    )
-    lease = ModelLease(lease_epoch(cfg, state.epoch), sample_id, rec.incarnation, rec.redeliveries)
+    ))
+    lease = _lease((lease_epoch(cfg, state.epoch), sample_id, rec.incarnation, rec.redeliveries))
     t = with_rec(state, i, new)
     if rest is None:
         pending_popped(t, state)
     else:
         pending_set(t, rest)
     _settle(t)
-    return Outcome(t, lease, None)
+    return _outcome((t, lease, None))
 
 
 def get(cfg: Config, state: State, sample_id: str) -> Outcome:
@@ -600,7 +608,7 @@ def ack(cfg: Config, state: State, lease: ModelLease) -> Outcome:
         return bad
     if not is_live(state, lease):
         return Outcome(state, False, None)
-    return Outcome(_finish(cfg, state, index_of(state, lease.sample_id), ACKED, None), True, None)
+    return _outcome((_finish(cfg, state, index_of(state, lease.sample_id), ACKED, None), True, None))
 
 
 def fail(cfg: Config, state: State, lease: ModelLease) -> Outcome:
@@ -617,7 +625,7 @@ def fail(cfg: Config, state: State, lease: ModelLease) -> Outcome:
         return bad
     if not is_live(state, lease):
         return Outcome(state, False, None)
-    return Outcome(_requeue(cfg, state, index_of(state, lease.sample_id)), True, None)
+    return _outcome((_requeue(cfg, state, index_of(state, lease.sample_id)), True, None))
 
 
 def dead_letter(cfg: Config, state: State, lease: ModelLease, reason: str) -> Outcome:
@@ -652,10 +660,10 @@ def extend(cfg: Config, state: State, lease: ModelLease, seconds: float) -> Outc
         return Outcome(state, False, None)
     i = index_of(state, lease.sample_id)
     r = rec_at(state, i)
-    new = Rec(r.status, r.incarnation, r.deliveries, r.redeliveries, state.now + seconds, r.resident, r.nbytes)
+    new = _rec((r.status, r.incarnation, r.deliveries, r.redeliveries, state.now + seconds, r.resident, r.nbytes))
     t = with_rec(state, i, new)
     _settle(t)
-    return Outcome(t, True, None)
+    return _outcome((t, True, None))
 
 
 def expired(state: State) -> list[int]:
@@ -705,7 +713,7 @@ def tick(cfg: Config, state: State, seconds: float = 1) -> Outcome:
     later = _clone(state)
     later.now = state.now + seconds
     _settle(later)
-    return Outcome(later, None, None)
+    return _outcome((later, None, None))
 
 
 def scrub(cfg: Config, state: State, sample_id: str) -> Outcome:
