@@ -25,6 +25,30 @@ __all__ = ["KIT_VERSION", "Certificate", "write_certificate"]
 KIT_VERSION = refqueue.__version__
 
 
+def configuration_of(backend: Any) -> dict[str, Any]:
+    """The configuration a run of ``backend`` certifies: how many clients of
+    one queue it drives, their clocks' skew, and the clock deadlines come from."""
+    from refqueue.conformance.session import client_skew
+
+    clients = backend.clients
+    injected = backend.capabilities.injected_clock
+    return {
+        "clients": clients,
+        "client_clock_skew_s": [client_skew(i) for i in range(1, clients)],
+        "clock": "injected (the kit's ManualClock)" if injected else "the backend's own (real time)",
+    }
+
+
+def configuration_text(configuration: dict[str, Any]) -> str:
+    """One line: ``2 clients of one queue (clock skew +0.5 s), injected clock``."""
+    if not configuration:
+        return "not recorded"
+    clients = configuration["clients"]
+    skews = ", ".join(f"{s:+g} s" for s in configuration["client_clock_skew_s"])
+    who = f"{clients} clients of one queue (other clients' clock skew {skews})" if clients > 1 else "1 client"
+    return f"{who}; deadlines on {configuration['clock']}"
+
+
 @dataclass
 class Certificate:
     """The outcome of ``certify``; ``passed`` is the verdict."""
@@ -46,6 +70,9 @@ class Certificate:
     runs: list[dict[str, Any]] = field(default_factory=list)
     duration_s: float = 0.0
     kit_version: str = KIT_VERSION
+    # What configuration was certified: the clients driven at once and their
+    # clocks' skew, and whose clock the deadlines came from (``configuration_of``).
+    configuration: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -83,6 +110,7 @@ class Certificate:
             "steps": self.steps,
             "duration_s": round(self.duration_s, 2),
             "capabilities": self.capabilities,
+            "configuration": self.configuration,
             "phases": self.phases,
             "coverage": self.coverage,
             "not_checked": self.not_checked,
@@ -112,6 +140,7 @@ class Certificate:
             f"| duration | {d['duration_s']} s |",
             f"| capabilities | {', '.join(k for k, v in self.capabilities.items() if v)} |",
             f"| not declared (not checked) | {', '.join(k for k, v in self.capabilities.items() if not v) or 'none'} |",
+            f"| configuration | {configuration_text(self.configuration)} |",
             "",
             "## Phases",
             "",

@@ -29,7 +29,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from refqueue.conformance.certificate import KIT_VERSION, Certificate, write_certificate
+from refqueue.conformance.certificate import KIT_VERSION, Certificate, configuration_of, write_certificate
 from refqueue.conformance.construction import check_construction
 from refqueue.conformance.contract import Backend, load_backend
 from refqueue.conformance.crash import KitBug, blame
@@ -58,6 +58,7 @@ def certify(
     options: Mapping[str, Any] | None = None,
     jobs: int = 1,
     fail_fast: bool = False,
+    clients: int | None = None,
 ) -> Certificate:
     """Certify ``backend`` (a ``Backend`` or ``"module:factory"``); see the module docstring.
 
@@ -67,6 +68,8 @@ def certify(
     producer of the producers phase; ``wake_bound`` the profile's bound
     (seconds) on a wakeup of the blocking phase.  ``options`` are passed to
     every factory call besides the kit's keys (``refqueue certify -o key=value``).
+    ``clients`` is how many clients of one queue the run drives at once (default
+    ``CLIENTS`` where the backend's ``open_client`` opens more, else 1).
     ``jobs`` worker processes walk the worlds (``refqueue.conformance.parallel``;
     1: in this process).  ``fail_fast`` runs a short pass of every phase
     (``Profile.short()``) before the whole runs of the phases the profile sizes
@@ -77,6 +80,8 @@ def certify(
         raise ValueError(f"phases must be a non-empty subset of {PHASES}, got {phases!r}")
     if isinstance(backend, str):
         backend = load_backend(backend)
+    if clients is not None:
+        backend = with_clients(backend, clients)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be an int >= 1 (worker processes of the walks), got {jobs!r}")
     spec, serial = None, None
@@ -120,6 +125,7 @@ def certify(
         capabilities=backend.capabilities.to_dict(),
         exhaustive=exhaustive,
     )
+    cert.configuration = configuration_of(backend)
     cert.not_checked = not_checked(backend)
     cert.phases_not_requested = [p for p in PHASES if p not in phases]
     workers = None
@@ -186,6 +192,20 @@ def order(chosen: list[Any], fail_fast: bool) -> list[tuple[Any, bool]]:
         return [(each, False) for each in chosen]
     short = [each for each in chosen if not each.slow_start] + [each for each in chosen if each.slow_start]
     return [(each, True) for each in short] + [(each, False) for each in chosen if each.sized]
+
+
+def with_clients(backend: Backend, clients: int) -> Backend:
+    """``backend`` driven through ``clients`` clients of one queue at once."""
+    if isinstance(clients, bool) or not isinstance(clients, int) or clients < 1:
+        raise ValueError(f"clients must be an int >= 1 (clients of one queue driven at once), got {clients!r}")
+    if clients == 1:
+        return dataclasses.replace(backend, open_client=None)
+    if backend.open_client is None:
+        raise ValueError(
+            f"clients={clients}: {backend.target} has no open_client attribute, so the kit can drive only one client "
+            f"of a queue; give the factory open_client(queue, store, clock) (docs/CERTIFYING.md) or pass clients=1"
+        )
+    return dataclasses.replace(backend, client_count=clients)
 
 
 def _run_phase(each: Any, context: Context) -> PhaseResult:

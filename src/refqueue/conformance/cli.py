@@ -43,6 +43,7 @@ from typing import Any
 
 from refqueue._redact import redacted_text as redact
 from refqueue.conformance.phases import PHASES, phase, phase_of_entry
+from refqueue.conformance.certificate import configuration_text
 
 __all__ = ["DEFAULT_BACKEND", "add_arguments", "run"]
 
@@ -167,6 +168,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "backend (default: on; --no-fail-fast runs each phase once, whole, in order)",
     )
     parser.add_argument(
+        "--clients",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="clients of one queue each run drives at once, on clocks skewed by +0.5 s, -0.5 s, ... (default: 2 "
+        "where the factory has open_client, else 1; 1: one client)",
+    )
+    parser.add_argument(
         "-o",
         "--option",
         dest="options",
@@ -281,6 +290,7 @@ def run(args: Any) -> int:
             phases=tuple(getattr(args, "phases", None) or PHASES),
             jobs=_jobs(getattr(args, "jobs", None)),
             fail_fast=getattr(args, "fail_fast", False),
+            clients=getattr(args, "clients", None),
         ),
         getattr(args, "timeout", DEFAULT_TIMEOUT_S),
     )
@@ -372,6 +382,7 @@ def summary(cert: Any, paths: dict[str, Any]) -> str:
         f"refqueue certify: {d['verdict'].upper()}{' (partial)' if d['partial'] else ''}  {cert.backend}  "
         f"(profile {cert.profile}{' + exhaustive' if cert.exhaustive else ''}, seed {cert.seed}, kit {cert.kit_version})"
     ]
+    lines.append(f"  {'configuration':<13} {configuration_text(cert.configuration)}")
     if d["partial"]:
         lines.append(f"  {'not run':<13} phases {', '.join(cert.phases_not_requested)}: not requested (--phase)")
     for name, p in cert.phases.items():

@@ -223,6 +223,7 @@ class Harness:
         # takes a ref out, and from the head); groups of fewer than two are dropped.
         self.ties: list[frozenset[str]] = []
         self.tie_taken = False  # the last acquire took a tied ref ahead of the model's head
+        self.dead_reordered = False  # the last reclaim dead-lettered a tie in another order than the model's
         try:
             self.epoch = self.queue.epoch
         except Exception as exc:  # noqa: BLE001 - a missing property is a failed contract
@@ -741,6 +742,7 @@ class Harness:
             groups.setdefault(before.recs[i].deadline, []).append(before.ids[i])  # type: ignore[arg-type]
         out = A.reclaim_expired(self.cfg, before)
         dead_before = len(self.dead)
+        self.dead_reordered = False
         step = self._apply("reclaim", (), out)
         requeued = set(out.state.pending) - set(before.pending)
         for ids in groups.values():
@@ -793,6 +795,7 @@ class Harness:
         self.state = state._replace(
             dead=state.dead[: len(before.dead)] + tuple(mine_tail[sid] for sid in order), completed=completed
         )
+        self.dead_reordered = True
         step = step._replace(obs=self._expected())
         self.trace[-1] = step
         return step

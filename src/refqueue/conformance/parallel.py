@@ -54,7 +54,7 @@ def default_jobs() -> int:
 
 
 def spec_of(backend: Any, options: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
-    """``({"target", "options"}, None)``: what a worker loads the backend from
+    """``({"target", "options", "clients"}, None)``: what a worker loads the backend from
     (``backend`` as given, before its options are bound); or ``(None, why)``
     when a worker could not load the same factory by name."""
     from refqueue.conformance.contract import load_backend
@@ -69,7 +69,7 @@ def spec_of(backend: Any, options: Mapping[str, Any] | None) -> tuple[dict[str, 
         text = json.dumps(dict(options or {}))
     except (TypeError, ValueError):
         return None, "the backend options are not JSON"
-    return {"target": backend.target, "options": json.loads(text)}, None
+    return {"target": backend.target, "options": json.loads(text), "clients": backend.clients}, None
 
 
 @dataclass
@@ -337,6 +337,11 @@ def _backend(spec: dict[str, Any]) -> Any:
     if spec["options"]:
         make, fixed = backend.factory, dict(spec["options"])
         backend = dataclasses.replace(backend, factory=lambda store, clock, **kw: make(store, clock, **fixed, **kw))
+    clients = spec.get("clients", backend.clients)  # as many clients of a queue as the run drives
+    if clients == 1:
+        backend = dataclasses.replace(backend, open_client=None)
+    elif backend.open_client is not None:
+        backend = dataclasses.replace(backend, client_count=clients)
     return backend
 
 

@@ -181,6 +181,9 @@ class _Run:
             # A legal tie order the graph does not hold (it requeues ties by id):
             # checked, but the walk cannot follow the graph past it.
             raise OffGraph(f"Acquire({arg}) took a tied ref ahead of the model's head")
+        if action == "ReclaimExpired" and h.dead_reordered:
+            # Likewise a tie dead-lettered in another legal order (the graph lists them by id).
+            raise OffGraph("ReclaimExpired dead-lettered a tie in another order than the model's")
         if h.state != _parked_ignored(nodes[dst].state):
             raise RuntimeError(
                 f"the kit's model state differs from the world graph's after {action}({arg}); the "
