@@ -681,7 +681,10 @@ def _worker(rec: _Recorder, thread: int, plan: Sequence[str], fresh: list[str], 
         given = as_given(lease)
         if kind == "extend":
             seconds = rng.choice((None, 1.0, 4.0))
-            longer = rec.session.seconds(seconds)  # on a backend's own clock: far longer (REAL_CLOCK_SCALE)
+            # On a backend's own clock: far longer (REAL_CLOCK_SCALE); a process of the
+            # faults phase's history records through a client that scales nothing.
+            scale = getattr(rec.session, "seconds", None)
+            longer = seconds if scale is None else scale(seconds)
             call = (lambda: q.extend(given)) if seconds is None else (lambda: q.extend(given, longer))
             rec.call(thread, "extend", [key(lease), seconds], call)
         elif kind == "dead_letter":
