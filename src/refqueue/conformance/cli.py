@@ -157,7 +157,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="worker processes that walk the worlds, each loading the backend from MODULE:FACTORY and building "
         "its own instances; --exhaustive splits each world's transitions among them, with the same coverage as "
-        "one process (default: the number of cores; 1: walk in this process)",
+        "one process (default: with --exhaustive the number of cores, else 1: walk in this process)",
     )
     parser.add_argument(
         "--fail-fast",
@@ -288,7 +288,7 @@ def run(args: Any) -> int:
             wake_bound=args.wake_bound,
             options=options or None,
             phases=tuple(getattr(args, "phases", None) or PHASES),
-            jobs=_jobs(getattr(args, "jobs", None)),
+            jobs=_jobs(getattr(args, "jobs", None), args.exhaustive),
             fail_fast=getattr(args, "fail_fast", False),
             clients=getattr(args, "clients", None),
         ),
@@ -352,10 +352,15 @@ def _run_with_timeout(work: Any, timeout: float) -> tuple[BaseException | None, 
     return outcome[0]
 
 
-def _jobs(jobs: int | None) -> int:
-    """``-j``, or the number of cores this process may run on."""
+def _jobs(jobs: int | None, exhaustive: bool) -> int:
+    """``-j``; else, for ``--exhaustive``, the number of cores this process may
+    run on, and 1 for the ci walks (workers each build the world graphs: on a
+    fast backend that costs more than the walks, and it loads the machine the
+    blocking phase times wakeups on)."""
     if jobs is not None:
         return jobs
+    if not exhaustive:
+        return 1
     from refqueue.conformance.parallel import default_jobs
 
     return default_jobs()
