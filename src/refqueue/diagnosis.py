@@ -66,7 +66,7 @@ __all__ = ["Condition", "diagnose", "CONDITIONS"]
 CONDITIONS: dict[str, str] = {
     "no_reclaimer": "leases past their deadline and no reclaimer running",
     "reclaimer_failing": "the reclaimer is failing",
-    "consumers_hold_old_leases": "producers blocked on backpressure while consumers hold {n} leases older than "
+    "consumers_hold_old_leases": "producers blocked on backpressure while consumers hold {leases} older than "
                                  "the timeout",
     "orphan_residency": "residency held by orphans",
     "producer_bottleneck": "consumers idle on an empty queue: producer-side bottleneck",
@@ -183,7 +183,7 @@ def diagnose(metrics: Mapping[str, Any], previous: Mapping[str, Any] | None = No
     if blocked > 0 and older > 0:
         vt = get("visibility_timeout_seconds")
         found.append(Condition(
-            "consumers_hold_old_leases", CONDITIONS["consumers_hold_old_leases"].format(n=older),
+            "consumers_hold_old_leases", CONDITIONS["consumers_hold_old_leases"].format(leases=f"{older} lease{'' if older == 1 else 's'}"),
             f"{blocked} producer(s) blocked, parking {_mb(get('parked_bytes') or 0)}, "
             f"{_s(get('producer_blocked_seconds') or 0.0)} blocked in all; {older} of {get('outstanding')} "
             f"outstanding lease(s) held longer than the {_s(vt or 0.0)} visibility timeout, the oldest for "

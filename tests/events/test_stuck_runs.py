@@ -41,7 +41,7 @@ def test_run_a_blocked_producers_and_a_held_lease_show_while_it_happens(tmp_path
         assert diagnose(blocked) == [] and diagnose(t5) == []
         [condition] = diagnose(t15, previous=t10)
         assert condition.name == "consumers_hold_old_leases"
-        assert condition.title == ("producers blocked on backpressure while consumers hold 1 leases older than "
+        assert condition.title == ("producers blocked on backpressure while consumers hold 1 lease older than "
                                    "the timeout")
         assert condition.evidence["oldest_open_lease_age_seconds"] == 15.0
         assert condition.evidence["producer_blocked_seconds"] == 30.0
@@ -110,7 +110,7 @@ def _report(run):
 
 
 def test_the_report_of_each_stuck_run_opens_with_its_diagnosis(tmp_path):
-    for build, expected in ((run_a, "producers blocked on backpressure while consumers hold 1 leases older than "
+    for build, expected in ((run_a, "producers blocked on backpressure while consumers hold 1 lease older than "
                                     "the timeout"),
                             (run_b, "leases past their deadline and no reclaimer running")):
         run = build(tmp_path / f"{build.__name__}.jsonl")
