@@ -63,7 +63,9 @@ def test_a_race_is_caught_on_recorded_histories(mutant):
 
 
 def test_certify_rejects_a_reclaim_race_in_the_threads_phase_only(tmp_path, capsys):
-    rc = main(["certify", SNAPSHOT, "--report", str(tmp_path), "--no-progress"])
+    # --no-fail-fast: each phase whole, in order, so every phase before threads
+    # is seen to pass it (the default short pass reaches threads before walks).
+    rc = main(["certify", SNAPSHOT, "--report", str(tmp_path), "--no-progress", "--no-fail-fast"])
     out = capsys.readouterr().out
     assert rc == 1, out
     data = json.loads((tmp_path / "conformance_mutants_reclaim_snapshot_make.json").read_text())
