@@ -31,7 +31,7 @@ import traceback
 import weakref
 from typing import Any
 
-__all__ = ["Reclaimer", "BACKOFF_FIRST"]
+__all__ = ["Reclaimer", "BACKOFF_FIRST", "reclaimer_gauges"]
 
 # The first wait after a retried error (seconds); each further error doubles
 # it, up to the reclaimer's interval.
@@ -149,3 +149,15 @@ class Reclaimer:
                 f"the background reclaimer stopped early because reclaim_expired raised "
                 f"{self.error!r}; fix the cause (a closed store?) and start a new one"
             ) from self.error
+
+
+def reclaimer_gauges(status: dict[str, Any]) -> dict[str, Any]:
+    """The ``reclaimer_*`` gauges of ``metrics()`` from a queue's
+    ``reclaimer_status()`` (the in-process and the Redis queue report the same)."""
+    return {
+        "reclaimer_running": status["running"],
+        "reclaimer_interval": status.get("interval"),
+        "reclaimer_errors": status.get("errors", 0),
+        "reclaimer_consecutive_errors": status.get("consecutive_errors", 0),
+        "reclaimer_last_error": status.get("stopped_by") or status.get("last_error"),
+    }

@@ -125,7 +125,7 @@ from refqueue._leases import (  # noqa: F401  (_next_lease_id, _lease_id_counter
     _next_lease_id,
     mint_lease,
 )
-from refqueue._reclaimer import Reclaimer
+from refqueue._reclaimer import Reclaimer, reclaimer_gauges
 from refqueue.clock import Clock, MonotonicClock
 from refqueue.events import EventLog, check_event_log
 from refqueue.errors import DuplicateSample, ForeignLease, PutAborted, QueueClosed, ReplayedSample
@@ -797,11 +797,7 @@ class SampleRefQueue:
                 "most_overdue_lease_seconds": most_overdue,
                 "leases_older_than_timeout": older,
                 "visibility_timeout_seconds": vt,
-                "reclaimer_running": status["running"],
-                "reclaimer_interval": status.get("interval"),
-                "reclaimer_errors": status.get("errors", 0),
-                "reclaimer_consecutive_errors": status.get("consecutive_errors", 0),
-                "reclaimer_last_error": status.get("stopped_by") or status.get("last_error"),
+                **reclaimer_gauges(status),
                 "resident_bytes": resident,
                 "resident_samples": samples,
                 "capacity_bytes": capacity,

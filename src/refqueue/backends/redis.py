@@ -118,7 +118,7 @@ from refqueue._checks import (
     describe,
 )
 from refqueue._leases import MAX_DELIVERIES_REASON, DeadLetter, Lease, VisibilityTimeout, mint_lease
-from refqueue._reclaimer import Reclaimer
+from refqueue._reclaimer import Reclaimer, reclaimer_gauges
 from refqueue.backends._redis_gate import Gate
 from refqueue.backends._redis_scripts import CORRUPT, KEYS, LOST, PRELUDE, READS, SCRIPTS, source
 from refqueue.errors import (
@@ -1257,11 +1257,7 @@ class RedisSampleRefQueue:
             "intent_bytes": int(intent_bytes),
             "leases_issued": int(seq),
             "version": int(version),
-            "reclaimer_running": status["running"],
-            "reclaimer_interval": status.get("interval"),
-            "reclaimer_errors": status.get("errors", 0),
-            "reclaimer_consecutive_errors": status.get("consecutive_errors", 0),
-            "reclaimer_last_error": status.get("stopped_by") or status.get("last_error"),
+            **reclaimer_gauges(status),
             "reclaimer_last_error_at": status.get("last_error_at"),
             "resident_bytes": resident,
             "resident_samples": samples,
