@@ -10,6 +10,7 @@ still catches it) naming what needed torch and the install command of the
 
 from __future__ import annotations
 
+import importlib
 import sys
 from types import ModuleType
 
@@ -39,21 +40,20 @@ def require_torch(what: str) -> ModuleType:
     Only a missing torch is translated: an error raised while torch itself
     imports (a broken install) propagates unchanged.
     """
-    try:
-        import torch
-    except ModuleNotFoundError as exc:
-        if exc.name != "torch":
-            raise
-        raise missing(what, "torch") from None
-    return torch
+    return _require(what, "torch")
 
 
 def require_safetensors(what: str) -> ModuleType:
     """The ``safetensors`` module, or ``TorchMissing`` saying that ``what`` needs it."""
+    return _require(what, "safetensors")
+
+
+def _require(what: str, name: str) -> ModuleType:
+    """Import ``name``; if ``name`` itself is missing, ``TorchMissing`` naming
+    ``what`` (a module missing inside it, a broken install, propagates)."""
     try:
-        import safetensors
+        return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name != "safetensors":
+        if exc.name != name:
             raise
-        raise missing(what, "safetensors") from None
-    return safetensors
+        raise missing(what, name) from None
