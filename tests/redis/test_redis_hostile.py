@@ -278,12 +278,67 @@ class FakeServer:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
+        # One reply per command, not per recv: a client may send several
+        # commands in one segment (a pipelined handshake) and wait for a
+        # reply to each.
+        pending = b""
         with conn, contextlib.suppress(OSError):
-            while self.reply is not None and conn.recv(65536):
-                conn.sendall(self.reply)
+            while self.reply is not None:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                pending += data
+                count, pending = _complete_commands(pending)
+                if count:
+                    conn.sendall(self.reply * count)
 
     def close(self) -> None:
         self.sock.close()
+
+
+def _complete_commands(data: bytes) -> tuple[int, bytes]:
+    """How many whole RESP commands ``data`` begins with, and the rest.
+
+    A command is an array of bulk strings (``*N`` then N times ``$len`` and
+    the bytes) or, failing that, one inline line; a byte stream neither
+    parses as counts as one command per line."""
+    count = 0
+    while True:
+        if data.startswith(b"*"):
+            end = _array_end(data)
+            if end is None:
+                return count, data
+        else:
+            line_end = data.find(b"\r\n")
+            if line_end < 0:
+                return count, data
+            end = line_end + 2
+        count += 1
+        data = data[end:]
+
+
+def _array_end(data: bytes) -> int | None:
+    """Where the RESP array at the start of ``data`` ends; None if incomplete."""
+    line_end = data.find(b"\r\n")
+    if line_end < 0:
+        return None
+    try:
+        items = int(data[1:line_end])
+    except ValueError:
+        return line_end + 2  # not an array after all: a line
+    pos = line_end + 2
+    for _ in range(items):
+        header_end = data.find(b"\r\n", pos)
+        if header_end < 0:
+            return None
+        try:
+            length = int(data[pos + 1:header_end])
+        except ValueError:
+            return header_end + 2
+        pos = header_end + 2 + length + 2
+        if pos > len(data):
+            return None
+    return pos
 
 
 NOT_REDIS = {
