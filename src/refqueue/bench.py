@@ -15,6 +15,14 @@ lease+ack/s for one client and 8 consumer processes against a raw redis-py
 safetensors ``save_file``/``load_file``; ``--ops`` (at most 5,000 here) is
 the leases per one-client run.
 
+``refqueue bench gpu [--json]`` measures the data plane on a CUDA device
+(``refqueue._bench_gpu`` says how): ``LocalFeatureStore(device="cuda")`` put
+from pinned and pageable host memory and from the device, get with
+``copy=True`` and ``copy=False``, at ``--sizes`` MiB, and the loader's
+per-step overhead, each next to the copy limits measured in the same run and
+as the ratios issue 24 sets targets for (``scripts/gpu.sh`` runs it after the
+``gpu`` tests).
+
 Progress goes to stderr; with ``--json`` stdout carries exactly one JSON
 object.  Heavy imports (torch) happen inside the measurement that needs them.
 The numbers depend on the machine and on whatever else it runs.
@@ -28,7 +36,7 @@ from typing import Any
 
 __all__ = ["add_arguments", "run"]
 
-TARGETS = ("queue", "redis")
+TARGETS = ("queue", "redis", "gpu")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,11 +59,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--convoy-ops", type=int, default=5_000, help="acquire+acks per convoy run, at least")
     parser.add_argument("--quick", action="store_true", help="small sizes, one run each: a smoke test")
+    parser.add_argument(
+        "--sizes",
+        type=lambda text: tuple(int(x) for x in text.split(",")),
+        default=(16, 100, 512),
+        help="gpu: comma-separated sample sizes in MiB (default 16,100,512)",
+    )
+    parser.add_argument("--steps", type=int, default=200, help="gpu: loader steps per run (default 200)")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.target == "redis":
         return _run_redis(args)
+    if args.target == "gpu":
+        return _run_gpu(args)
     from refqueue._bench_queue import measure
 
     for name in ("repeats", "ops", "reclaim_outstanding", "wakes", "convoy_ops"):
@@ -101,3 +118,40 @@ def _run_redis(args: argparse.Namespace) -> int:
         for key, value in result.items():
             print(f"{key:40} {value}")
     return 0
+
+
+def _run_gpu(args: argparse.Namespace) -> int:
+    """``refqueue bench gpu``: the store and loader on a CUDA device (``refqueue._bench_gpu``)."""
+    import sys
+
+    from refqueue._bench_gpu import measure
+
+    if args.repeats < 1 or args.steps < 1 or not args.sizes or any(size < 1 for size in args.sizes):
+        raise SystemExit("refqueue bench gpu: --repeats, --steps and every --sizes value must be >= 1")
+    sizes, repeats, steps = ((16,), 2, 40) if args.quick else (args.sizes, args.repeats, args.steps)
+    result = measure(sizes_mib=sizes, repeats=repeats, steps=steps,
+                     progress=lambda text: print(f"bench gpu: {text}", file=sys.stderr, flush=True))
+    if args.json:
+        print(json.dumps(result, sort_keys=False))
+    else:
+        print(table(result))
+    return 0
+
+
+def table(result: dict[str, Any]) -> str:
+    """The gpu result as a text table: rates per size, then the ratios."""
+    lines = [f"{result['device']} (torch {result['torch']}), median of {result['repeats']}"]
+    for mib, row in result["sizes"].items():
+        lines.append(f"{mib} MiB sample ({row['sample_bytes']:,} bytes):")
+        for key, value in row.items():
+            if key != "sample_bytes":
+                lines.append(f"  {key:28} {value:10.2f}")
+    loader = result.get("loader", {})
+    for key, value in loader.items():
+        lines.append(f"loader {key:32} {value:.4g}" if isinstance(value, float) else f"loader {key:32} {value}")
+    for key, value in result.get("ratios", {}).items():
+        if isinstance(value, dict):
+            lines.append(f"ratios {key:>5} MiB " + "  ".join(f"{k} {v:.3f}" for k, v in value.items()))
+        else:
+            lines.append(f"ratios {key} {value:.4f}")
+    return "\n".join(lines)

@@ -86,12 +86,17 @@ Design notes
 * **Long steps.**  The loader does not extend leases during a step on its
   own; a step that may outlive the visibility timeout calls
   ``loader.extend()`` (a heartbeat for the current batch) now and then.
-* **CUDA.**  With ``device="cuda"`` the store copies to the GPU.  A prefetch
-  thread does that on its own CUDA stream and records an event; at hand-off
-  the consumer's current stream waits for the event and each tensor is
-  marked as used by that stream (``record_stream``), so the copy overlaps
-  the consumer's work and the memory is not recycled early.  Host memory is
-  not pinned (the store's ``get`` makes the copy).
+* **CUDA.**  With ``device="cuda"``, or a store on CUDA, a prefetch
+  thread gets each sample on its own CUDA stream and records an event; at
+  hand-off the consumer's current stream waits for the event and each tensor
+  is marked as used by that stream (``record_stream``), so sample i+1 is
+  materialised while the trainer computes on sample i and the memory is not
+  recycled early.  A CPU ``LocalFeatureStore`` serving a CUDA loader stages
+  through pinned buffers it reuses (never one per sample).  With
+  ``copy=False`` the loader asks the store for views instead of copies
+  (``LocalFeatureStore``: no copy at all on the store's device); the trainer
+  must then treat the tensors as read-only (a write is caught at the
+  sample's next get and dead-lettered).
 * **Handles** are released once a sample is settled (acked, failed, dropped
   as stale, or its ref dead-lettered); release never scrubs (D2).
 
@@ -274,7 +279,9 @@ class FeatureDataLoader:
     ``acquire``; ``reclaim`` makes an idle loader call
     ``queue.reclaim_expired()``; ``on_mismatch`` is ``"raise"`` or
     ``"skip"`` (see the module notes); ``close_queue`` makes ``close()``
-    close the queue; ``collate(batch)``, if given, makes what is yielded.
+    close the queue; ``collate(batch)``, if given, makes what is yielded;
+    ``copy=False`` hands out the store's views instead of copies (see the
+    module notes).
 
     Use it as a context manager (or call ``close()``) so that a failing step
     fails its batch at once.  Iterate it from one thread; the prefetch thread
@@ -297,6 +304,7 @@ class FeatureDataLoader:
         on_mismatch: str = "raise",
         close_queue: bool = True,
         collate: Callable[[Batch], Any] | None = None,
+        copy: bool = True,
     ) -> None:
         missing = [name for name in _QUEUE_METHODS if not callable(getattr(queue, name, None))]
         if not hasattr(queue, "is_drained"):
@@ -364,7 +372,14 @@ class FeatureDataLoader:
                 f"FeatureDataLoader(collate) must be callable or None, got {describe(collate)}; pass a function "
                 f"taking a Batch"
             )
-        cuda = _check_device(device)
+        if not isinstance(copy, bool):
+            raise TypeError(f"FeatureDataLoader(copy) must be a bool, got {describe(copy)}; pass True or False")
+        if not copy and not _takes_copy(store):
+            raise ValueError(
+                f"FeatureDataLoader(copy=False) needs a store whose get takes copy=False (LocalFeatureStore "
+                f"does); {type(store).__name__}.get does not, so pass copy=True"
+            )
+        cuda = _check_device(device) or (device is None and getattr(getattr(store, "device", None), "type", None) == "cuda")
 
         self._queue = queue
         self._store = store
@@ -377,6 +392,7 @@ class FeatureDataLoader:
         self._on_mismatch = on_mismatch
         self._close_queue = close_queue
         self._collate = collate
+        self._copy = copy
         # Consumer-thread state (never touched by the prefetch thread):
         self._uncollated: Batch | None = None  # a batch whose collate raised, collated again next
         self._closed = False
@@ -769,15 +785,20 @@ class FeatureDataLoader:
 
     def _get(self, ref: SampleRef) -> tuple[dict[str, Any], StoreHandle, Any]:
         if self._stream is None:
-            tensors, handle = self._store.get(ref, self._device)
+            tensors, handle = self._store_get(ref)
             return tensors, handle, None
         import torch
 
         with torch.cuda.stream(self._stream):
-            tensors, handle = self._store.get(ref, self._device)
+            tensors, handle = self._store_get(ref)
             ready = torch.cuda.Event()
             ready.record(self._stream)
         return tensors, handle, ready
+
+    def _store_get(self, ref: SampleRef) -> tuple[dict[str, Any], StoreHandle]:
+        if self._copy:
+            return self._store.get(ref, self._device)
+        return self._store.get(ref, self._device, copy=False)  # type: ignore[call-arg]  # checked at construction
 
     def _hand_off(self, fetched: list[_Fetched]) -> list[Sample]:
         """Prefetched samples waited in the buffer: give each a fresh visibility
@@ -881,7 +902,7 @@ class FeatureDataLoader:
                     with self._lock:
                         self._count_nowait(stale=1)
                     continue
-                tensors, handle = self._store.get(lease.ref, self._device)
+                tensors, handle = self._store_get(lease.ref)
             except (SampleMissing, RefMismatch) as exc:
                 refused = self._unservable(lease, exc)
                 if refused is None:
@@ -942,7 +963,8 @@ class FeatureDataLoader:
         if self._cuda:
             import torch
 
-            self._stream = torch.cuda.Stream(device=torch.device(self._device))
+            device = self._store.device if self._device is None else self._device  # type: ignore[attr-defined]
+            self._stream = torch.cuda.Stream(device=torch.device(device))
         self._thread = threading.Thread(target=self._fetch_ahead, name="refqueue-loader-prefetch", daemon=True)
         self._thread.start()
 
@@ -1097,6 +1119,16 @@ def _check_device(device: object) -> bool:
         f"FeatureDataLoader(device) got {device!r}: the loader hands tensors on 'cpu', 'cuda' or 'mps' only; "
         f"pass one of those (or None for the store's device)"
     )
+
+
+def _takes_copy(store: object) -> bool:
+    """Whether ``store.get`` takes a ``copy`` keyword (views on request)."""
+    import inspect
+
+    try:
+        return "copy" in inspect.signature(store.get).parameters  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        return False
 
 
 def _wait_on_this_stream(tensors: dict[str, Any], ready: Any) -> None:

@@ -12,11 +12,9 @@ its bookkeeping:
 * ``copy_to`` makes the one kind of copy the stores hand around: detached
   from autograd, dense, contiguous, in storage nobody else holds.
 
-Copies never use ``non_blocking=True``: a non-blocking device-to-host copy
-may be read before it lands, and a host-to-device one is only asynchronous
-from pinned memory anyway.  Ordering between CUDA streams is the caller's job
-(``LocalFeatureStore`` records an event after a put and has readers wait on
-it).
+``copy_to`` never uses ``non_blocking=True``: a non-blocking device-to-host
+copy may be read before it lands.  The asynchronous copies of a CUDA store
+(its copy stream, pinned staging, ready events) are ``refqueue.stores._device``'s.
 """
 
 from __future__ import annotations

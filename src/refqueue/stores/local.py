@@ -19,11 +19,22 @@ design page are the reasons for most of what follows):
 * **Only a scrub removes data.**  ``release`` ends a holder's use and nothing
   else; ``gc`` sweeps handles whose sample is gone (holders that never
   released), never resident data.
-* **CUDA.**  A store on ``cuda`` records an event on the putting thread's
-  current stream after the copy; a ``get`` makes its own current stream wait
-  for that event before it copies, and marks the stored tensors as used by
-  that stream (``record_stream``) so that a scrub racing the copy cannot
-  recycle their memory early.  No copy is ``non_blocking``.
+* **Copies on request only** (issue 24).  ``put(..., copy=False)`` hands
+  the tensors over: one already where the store would keep it (its device,
+  contiguous, the whole of its storage) is kept as it is.  ``get(ref,
+  copy=False)`` hands out views of the stored tensors (no copy at all) when
+  they are on the device asked for.  Torch has no read-only tensors, so the
+  store watches instead: it notes each stored tensor's version counter at
+  the put, and a ``get`` of data written to since (through a view, or by a
+  producer that handed its tensors over) raises ``RefMismatch``, which the
+  loader dead-letters (D7); redelivery never serves edited data.
+* **CUDA** (``refqueue.stores._device``).  A store on ``cuda`` copies on its
+  own stream, after the producer's stream, and records a ready event; a
+  ``get`` makes the caller's current stream wait for it and marks the stored
+  tensors as used by that stream (``record_stream``), so a scrub racing the
+  read cannot recycle their memory early.  Host sources go by DMA, pageable
+  ones staged through pinned buffers the store reuses.  Nothing synchronizes
+  the device; ``health()`` touches no tensor.
 
 Locking rule: one ``threading.Lock``; no method ever waits while holding it,
 so the store needs no conditions.  Methods whose name ends in ``_locked``
@@ -45,7 +56,7 @@ from refqueue.events import EventLog, check_event_log
 from refqueue.errors import DuplicateSample, RefMismatch, SampleMissing, StoreClosed
 from refqueue.refs import FeatureAlgorithm, SampleRef
 from refqueue.store import FeatureStore, StoreHandle, StoreHealth
-from refqueue.stores import _tensors
+from refqueue.stores import _device, _tensors
 from refqueue.stores._common import check_handle, check_ref, check_room, duplicate_sample, new_ref
 from refqueue.stores._tensors import check_features, first_mismatch, resolve_device
 
@@ -78,6 +89,8 @@ class _Resident(NamedTuple):
     tensors: tuple[torch.Tensor, ...]  # one per feature, in the ref's order
     ready: Any  # torch.cuda.Event recorded after the put's copy, or None on cpu
     serial: int  # which put made it: tells a handle of an earlier incarnation apart
+    versions: tuple[int, ...]  # each tensor's version counter after the put: a write since shows
+    packed: _device.Packed | None  # a CUDA store's one buffer holding the copied features, or None
 
 
 class LocalFeatureStore(FeatureStore):
@@ -124,6 +137,10 @@ class LocalFeatureStore(FeatureStore):
         events: EventLog | None = None,
     ) -> None:
         self._device = resolve_device("LocalFeatureStore(device)", device)
+        # A CUDA store's copy stream and pinned buffers; a CPU store's pinned
+        # buffers for gets onto a GPU, made on the first such get.
+        self._cuda = _device.CudaCopies(self._device) if self._device.type == "cuda" else None
+        self._stager: _device.PinnedStager | None = None if self._cuda is None else self._cuda.stager
         event_log = check_event_log("LocalFeatureStore", events)
         if max_samples is _DEFAULT:
             max_samples = DEFAULT_MAX_SAMPLES
@@ -226,8 +243,14 @@ class LocalFeatureStore(FeatureStore):
         target_model_version: str | int,
         draft_weight_version: str | int,
         num_tokens: int,
+        copy: bool = True,
     ) -> SampleRef:
         """Copy one sample's tensors into the store and return their ref.
+
+        ``copy=False`` hands the tensors over instead: each one already on the
+        store's device, contiguous and the whole of its storage is kept
+        without a copy (the others are copied), and the producer must not
+        write to it again (a later ``get`` would raise ``RefMismatch``).
 
         Feature keys are ``"<sample_id>/<feature>"``; the specs come from the
         tensors.  Everything is validated before anything is visible: the
@@ -247,16 +270,18 @@ class LocalFeatureStore(FeatureStore):
             run_id=run_id, algorithm=algorithm, schema_version=schema_version, num_tokens=num_tokens,
             target_model_version=target_model_version, draft_weight_version=draft_weight_version,
         )
+        adopt = _check_copy(call, copy)
         ref, pairs = new_ref(call, self._uri, sample_id, tensors, fields)
-        self._store(call, ref, pairs)
+        self._store(call, ref, pairs, adopt)
         return ref
 
-    def put_ref(self, ref: SampleRef, tensors: Mapping[str, Any]) -> SampleRef:
+    def put_ref(self, ref: SampleRef, tensors: Mapping[str, Any], *, copy: bool = True) -> SampleRef:
         """Store ``tensors`` under a ref made elsewhere (e.g. rebuilt from JSON).
 
         The tensors must match what ``ref`` declares: this store's URI, the
         feature names in the ref's order, each feature's dtype and shape; the
-        first difference raises ``RefMismatch``.  Then as ``put``.  Returns ``ref``.
+        first difference raises ``RefMismatch``.  Then as ``put`` (``copy``
+        too).  Returns ``ref``.
         """
         self._check_open("put_ref")
         if not isinstance(ref, SampleRef):
@@ -265,6 +290,7 @@ class LocalFeatureStore(FeatureStore):
                 f"build one with SampleRef(...) or SampleRef.from_json(...)"
             )
         call = f"LocalFeatureStore.put_ref({ref.sample_id!r})"
+        adopt = _check_copy(call, copy)
         pairs = check_features(call, tensors)
         if ref.store_uri != self._uri:
             raise RefMismatch(
@@ -281,15 +307,22 @@ class LocalFeatureStore(FeatureStore):
                 f"under a ref whose estimate is exact (estimated_bytes={ref.specs_nbytes}, as "
                 f"SampleRef.build computes it)"
             )
-        self._store(call, ref, pairs)
+        self._store(call, ref, pairs, adopt)
         return ref
 
-    def get(self, ref: SampleRef, device: Any = None) -> tuple[dict[str, torch.Tensor], StoreHandle]:
+    def get(
+        self, ref: SampleRef, device: Any = None, *, copy: bool = True
+    ) -> tuple[dict[str, torch.Tensor], StoreHandle]:
         """Copies of the sample's tensors (feature name -> tensor, in the ref's
         order) on ``device`` (default: the store's), and a handle to release.
 
         The copies belong to the caller: mutating them changes nothing stored,
-        and they stay valid after the sample is scrubbed.  Raises
+        and they stay valid after the sample is scrubbed.  With
+        ``copy=False`` the tensors already on ``device`` come as views of the
+        stored ones instead (no copy, whatever the size): read them, never
+        write them (a later ``get`` of a sample written to raises
+        ``RefMismatch``); they keep their memory allocated until the last view
+        is dropped, a scrub notwithstanding.  Raises
         ``SampleMissing`` when the data is not resident, ``RefMismatch`` when
         the resident data was put under a different ref of the same id, and
         ``ForeignRef`` (a ``KeyError`` as in the seed, and a ``ValueError``)
@@ -297,11 +330,18 @@ class LocalFeatureStore(FeatureStore):
         """
         self._check_open("get")
         self._check_ref("get", ref)
+        if not isinstance(copy, bool):
+            raise TypeError(
+                f"LocalFeatureStore.get({ref.sample_id!r}, copy={copy!r}): copy must be True or False, got "
+                f"{type(copy).__name__}; pass copy=False for views of the stored tensors"
+            )
         target = self._device if device is None else resolve_device("LocalFeatureStore.get(device)", device)
         with self._lock:
             entry, handle = self._open_handle_locked(ref)
         try:
-            copies = _copy_out(entry, target)
+            copies = _device.copy_out(
+                entry.tensors, entry.packed, entry.ready, target, copy, self._stager_for(target)
+            )
         except BaseException:
             with self._lock:
                 self._release_locked(handle)
@@ -360,19 +400,36 @@ class LocalFeatureStore(FeatureStore):
 
     # -- the steps of put and get ----------------------------------------------
 
-    def _store(self, call: str, ref: SampleRef, pairs: list[tuple[str, torch.Tensor]]) -> None:
+    def _store(self, call: str, ref: SampleRef, pairs: list[tuple[str, torch.Tensor]], adopt: bool) -> None:
         """Reserve room, copy outside the lock, commit; a failure leaves no trace."""
         with self._lock:
             self._reserve_locked(call, ref)
         try:
-            copies = tuple(_tensors.copy_to(tensor, self._device) for _, tensor in pairs)
-            ready = _ready_event(self._device)
+            tensors = [tensor for _, tensor in pairs]
+            if self._cuda is not None:
+                copies, packed, ready = self._cuda.put(tensors, adopt)
+            else:
+                copies = tuple(
+                    tensor.detach() if adopt and _device.adoptable(tensor, self._device)
+                    else _tensors.copy_to(tensor, self._device)
+                    for tensor in tensors
+                )
+                packed, ready = None, None
         except BaseException:
             with self._lock:
                 self._unreserve_locked(ref.sample_id)
             raise
         with self._lock:
-            self._commit_locked(call, ref, copies, ready)
+            self._commit_locked(call, ref, copies, packed, ready)
+
+    def _stager_for(self, target: torch.device) -> _device.PinnedStager | None:
+        """The pinned buffers for a get onto CUDA ``target`` (made once)."""
+        if target.type != "cuda" or self._stager is not None:
+            return self._stager
+        with self._lock:
+            if self._stager is None:
+                self._stager = _device.PinnedStager()
+            return self._stager
 
     def _check_open(self, call: str) -> None:
         if self._closed:
@@ -409,11 +466,14 @@ class LocalFeatureStore(FeatureStore):
         if nbytes is not None:
             self._reserved_bytes -= nbytes
 
-    def _commit_locked(self, call: str, ref: SampleRef, copies: tuple[torch.Tensor, ...], ready: Any) -> None:
+    def _commit_locked(
+        self, call: str, ref: SampleRef, copies: tuple[torch.Tensor, ...], packed: _device.Packed | None, ready: Any
+    ) -> None:
         self._unreserve_locked(ref.sample_id)
         if self._closed:  # closed while copying: the copies are dropped with the frame
             raise StoreClosed(self._closed_message(call))
-        self._samples[ref.sample_id] = _Resident(ref, copies, ready, next(self._serials))
+        versions = tuple(tensor._version for tensor in copies)
+        self._samples[ref.sample_id] = _Resident(ref, copies, ready, next(self._serials), versions, packed)
         resident, count = self._counters
         self._counters = (resident + ref.estimated_bytes, count + 1)
         if self._event_log is not None:
@@ -434,6 +494,17 @@ class LocalFeatureStore(FeatureStore):
             raise RefMismatch(
                 f"LocalFeatureStore.get({ref.sample_id!r}): the resident data was put under another "
                 f"ref ({problem}); get it with the ref its put returned"
+            )
+        written = [
+            name for name, tensor, version in zip(ref.feature_specs, entry.tensors, entry.versions)
+            if tensor._version != version
+        ]
+        if written:
+            raise RefMismatch(
+                f"LocalFeatureStore.get({ref.sample_id!r}): the resident data of {written} was written to "
+                f"after its put (through a get(copy=False) view, or by a producer that handed the tensors "
+                f"over with put(copy=False)), so it is no longer what the ref was made for; never write to "
+                f"such tensors (get with copy=True for tensors of your own), and put the sample again"
             )
         handle = StoreHandle(self._uri, ref.sample_id, next(self._handle_ids))
         self._handles[handle.handle_id] = (ref.sample_id, entry.serial)
@@ -492,33 +563,22 @@ class LocalFeatureStore(FeatureStore):
 # -- helpers -------------------------------------------------------------------
 
 
-def _copy_out(entry: _Resident, target: torch.device) -> list[torch.Tensor]:
-    """Copies of ``entry``'s tensors on ``target``, ordered after the put's copy."""
-    if entry.ready is not None:
-        stream = torch.cuda.current_stream(entry.tensors[0].device)
-        stream.wait_event(entry.ready)
-        for tensor in entry.tensors:
-            # A scrub may drop the last reference while this copy is queued:
-            # keep the allocator from reusing the memory before the stream is past it.
-            tensor.record_stream(stream)
-    return [_tensors.copy_to(tensor, target) for tensor in entry.tensors]
-
-
-def _ready_event(device: torch.device) -> Any:
-    """On CUDA, an event recorded after the put's copies on the current stream."""
-    if device.type != "cuda":
-        return None
-    event = torch.cuda.Event()  # type: ignore[no-untyped-call]  # torch leaves Event.__init__ unannotated
-    event.record(torch.cuda.current_stream(device))
-    return event
-
-
 def _ref_difference(stored: SampleRef, given: SampleRef) -> str:
     for field in ("feature_keys", "feature_specs", "algorithm", "schema_version", "num_tokens",
                   "run_id", "target_model_version", "draft_weight_version"):
         if getattr(stored, field) != getattr(given, field):
             return f"{field} differs: resident {getattr(stored, field)!r}, given {getattr(given, field)!r}"
     return "the refs differ"
+
+
+def _check_copy(call: str, copy: object) -> bool:
+    """``copy`` checked; returns whether the store may adopt the tensors."""
+    if not isinstance(copy, bool):
+        raise TypeError(
+            f"{call}: copy must be True or False, got {copy!r} ({type(copy).__name__}); pass copy=False "
+            f"to hand the tensors over without a copy"
+        )
+    return not copy
 
 
 def _check_cap(name: str, value: object, unit: str) -> None:
