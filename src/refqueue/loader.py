@@ -36,7 +36,8 @@ Design notes
   field the sample lacks, such as ``batch.logits``, is None).  Samples differ
   in length, so collating larger batches (padding, stacking) is the
   consumer's, or a ``collate`` callable's: with ``collate=f`` the loader
-  yields ``f(batch)``.  A batch holds ``batch_size`` samples, or fewer when
+  yields ``f(batch)`` (``refqueue.collate.pad_collate`` pads each of the
+  algorithm's features to the batch's longest sample and stacks them).  A batch holds ``batch_size`` samples, or fewer when
   the queue had no more ready at that moment (the loader never waits while
   holding leases to fill a batch, which could outlive their visibility
   timeout, or deadlock on a closed queue whose last samples it holds).

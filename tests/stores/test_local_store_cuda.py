@@ -253,3 +253,24 @@ def test_a_cpu_store_feeding_a_cuda_loader_reuses_its_pinned_buffers():
             seen += 1
     assert seen == 8
     assert store._stager.allocations == store._stager.slots  # made once, reused for every sample
+
+
+def test_pad_collate_assembles_a_cuda_batch_on_the_device():
+    from refqueue.collate import pad_collate
+
+    store = LocalFeatureStore(max_bytes=1024 * MiB, device="cuda")
+    queue = SampleRefQueue(store)
+    lengths = [512, 1024, 1536]
+    for i, seq in enumerate(lengths):
+        tensors = {k: v[..., :seq, :] if k == "aux_hidden_states" else v[:seq]
+                   for k, v in big_sample(16, seed=i).items()}
+        tensors = {k: v.contiguous() for k, v in tensors.items()}
+        queue.put(put(store, f"s{i}", tensors, num_tokens=seq))
+    queue.close()
+    with FeatureDataLoader(queue, algorithm="eagle3", schema_version=2, batch_size=3, prefetch=3,
+                           collate=pad_collate) as loader:
+        (batch,) = list(loader)
+    assert batch["aux_hidden_states"].shape == (3, 3, 1536, 1024)
+    assert all(t.is_cuda for t in batch.values())
+    assert batch["lengths"].tolist() == lengths
+    assert batch["loss_mask"].sum().item() == sum(lengths)
