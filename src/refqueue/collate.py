@@ -40,9 +40,25 @@ def pad_collate(batch: Any, *, pad_value: float = 0) -> dict[str, Any]:
     """
     import torch
 
-    samples = list(batch)
+    if isinstance(pad_value, bool) or not isinstance(pad_value, (int, float)) or pad_value != pad_value:
+        raise TypeError(
+            f"pad_collate(pad_value={pad_value!r}) must be a number (not a bool or NaN); pass e.g. 0 or -100"
+        )
+    try:
+        samples = list(batch)
+    except TypeError:
+        raise TypeError(
+            f"pad_collate needs a Batch the loader yielded, got {type(batch).__name__}; pass "
+            f"collate=pad_collate to FeatureDataLoader"
+        ) from None
     if not samples:
         raise ValueError("pad_collate: the batch is empty; the loader never yields one, pass a Batch it yielded")
+    for sample in samples:
+        if not (hasattr(sample, "tensors") and hasattr(getattr(sample, "lease", None), "ref")):
+            raise TypeError(
+                f"pad_collate needs a Batch of Samples (each with .lease.ref and .tensors), got an item of type "
+                f"{type(sample).__name__}; pass collate=pad_collate to FeatureDataLoader"
+            )
     refs = [s.lease.ref for s in samples]
     algorithms = {ref.algorithm for ref in refs}
     if len(algorithms) != 1:

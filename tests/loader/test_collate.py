@@ -85,3 +85,15 @@ def test_a_feature_that_differs_beyond_its_token_dimension_is_refused_with_the_s
 def test_an_empty_batch_is_refused():
     with pytest.raises(ValueError, match="^pad_collate: the batch is empty"):
         pad_collate([])
+
+
+@pytest.mark.parametrize("pad_value", [True, "0", None, float("nan")])
+def test_a_pad_value_that_is_not_a_number_is_refused(pad_value):
+    with pytest.raises(TypeError, match=r"^pad_collate\(pad_value=.*\) must be a number"):
+        pad_collate([], pad_value=pad_value)
+
+
+@pytest.mark.parametrize("batch", [3, [{"input_ids": 1}], ["s0"]])
+def test_what_is_not_a_batch_of_samples_is_refused(batch):
+    with pytest.raises(TypeError, match=r"^pad_collate needs a Batch"):
+        pad_collate(batch)
