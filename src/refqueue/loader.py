@@ -774,7 +774,11 @@ class FeatureDataLoader:
             return f" (taken from the first ref, {pinned[field]!r})" if field in pinned else ""
 
         if ref.algorithm != algorithm:
-            return f"algorithm {ref.algorithm.value!r} is not the loader's {algorithm.value!r}{origin('algorithm')}"
+            taken = f", taken from the first ref, {pinned['algorithm']!r}" if "algorithm" in pinned else ""
+            return (
+                f"algorithm {ref.algorithm.value!r} is not the loader's {algorithm.value!r} "
+                f"(the loader is bound to algorithm=FeatureAlgorithm.{algorithm.name}{taken})"
+            )
         if ref.schema_version != schema_version:
             return (
                 f"schema_version {ref.schema_version} is not the loader's {schema_version}"

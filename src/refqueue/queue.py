@@ -851,6 +851,16 @@ class SampleRefQueue:
         return self._store
 
     @property
+    def _sample_counters(self) -> dict[str, int]:
+        """The seed's private per-sample redelivery map, for code written
+        against the seed that inspects it: a snapshot ``{sample_id:
+        redeliveries so far}`` of the samples the queue holds (pending or
+        leased).  A completed or dead-lettered sample is absent, so it never
+        grows with the run.  Read-only: changing the dict changes nothing."""
+        with self._lock:
+            return {sample_id: rec.redeliveries for sample_id, rec in self._live.items()}
+
+    @property
     def is_closed(self) -> bool:
         """``close()`` was called (not: nothing is left; see ``is_drained``)."""
         with self._lock:

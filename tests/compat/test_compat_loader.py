@@ -112,7 +112,8 @@ def test_a_ref_of_another_algorithm_raises_value_error_instead_of_waiting():
     queue.put(put(store, "s0"))
     loader = FeatureDataLoader(queue, store, algorithm="dflash", acquire_poll_interval=0.01)
     with pytest.raises(ValueError, match=exact(
-        "FeatureDataLoader cannot train on ref 's0': algorithm 'eagle3' is not the loader's 'dflash'; it was "
+        "FeatureDataLoader cannot train on ref 's0': algorithm 'eagle3' is not the loader's 'dflash' (the loader "
+        "is bound to algorithm=FeatureAlgorithm.DFLASH); it was "
         "dead-lettered (queue.dead_letters() lists it).  Give the loader the algorithm and schema_version the "
         "producers write, or pass on_mismatch='skip' to skip such refs with a warning"
     )):

@@ -168,3 +168,51 @@ def test_a_tensor_in_a_ref_field_says_tensor_like_object_is_not_allowed():
 def test_a_mapping_with_a_non_str_key_says_control_plane_dicts_must_be_str_keyed():
     with pytest.raises(ValueError, match="control-plane dicts must be str-keyed"):
         assert_no_tensors({"ok": {7: "seven"}}, path="record")
+
+
+# -- the shared directory and the loader's algorithm ----------------------------------
+
+
+def test_a_shared_dir_sample_id_leaving_the_directory_says_escape_the_store_directory(tmp_path):
+    from refqueue.stores.shared_dir import SharedDirFeatureStore
+
+    store = SharedDirFeatureStore(tmp_path / "store", fsync=False)
+    with pytest.raises(ValueError, match="escape the store directory"):
+        put(store, "../escape")
+    assert store.health().sample_count == 0
+    assert not (tmp_path / "escape.safetensors").exists()
+
+
+def test_shared_dir_watermarks_the_wrong_way_round_say_strictly_less_than(tmp_path):
+    from refqueue.stores.shared_dir import SharedDirFeatureStore
+
+    for high, low in ((128, 128), (128, 256)):
+        with pytest.raises(ValueError, match="strictly less than"):
+            SharedDirFeatureStore(tmp_path / "store", max_bytes=1024, high_watermark_bytes=high,
+                                  low_watermark_bytes=low)
+
+
+def test_a_shared_dir_with_both_caps_turned_off_says_at_least_one_cap(tmp_path):
+    from refqueue.stores.shared_dir import SharedDirFeatureStore
+
+    with pytest.raises(ValueError, match="at least one of max_samples / max_bytes"):
+        SharedDirFeatureStore(tmp_path / "store", max_samples=None, max_bytes=None)
+    assert not (tmp_path / "store").exists()  # the refused store made nothing
+    # left out, the caps default to none (the directory is bounded by the mount), and with
+    # watermarks both may be turned off
+    assert SharedDirFeatureStore(tmp_path / "a").capacity_bytes is None
+    SharedDirFeatureStore(tmp_path / "b", max_samples=None, max_bytes=None, high_watermark_bytes=2,
+                          low_watermark_bytes=1)
+
+
+def test_a_ref_of_another_algorithm_says_the_loader_is_bound_to_its_algorithm():
+    store = LocalFeatureStore()
+    queue = SampleRefQueue(store)
+    tensors = {"hidden_states" if k == "aux_hidden_states" else k: t for k, t in eagle3_tensors().items()}
+    queue.put(store.put("d0", tensors, run_id="r", algorithm="dflash", schema_version=1,
+                        target_model_version="t", draft_weight_version=0, num_tokens=4))
+    loader = FeatureDataLoader(queue, algorithm="eagle3", close_queue=False)
+    with pytest.raises(ValueError, match=r"bound to algorithm=.*EAGLE3"):
+        next(loader)
+    assert [d.ref.sample_id for d in queue.dead_letters()] == ["d0"]  # D7: dead-lettered, not failed back
+    loader.close()

@@ -170,7 +170,7 @@ def test_refs_the_consumer_cannot_use_are_dead_lettered_and_skipped_with_a_warni
     assert seen == ["s0", "s4"]
     reasons = {d.ref.sample_id: d.reason for d in queue.dead_letters()}
     assert reasons == {
-        "s1": "algorithm 'dflash' is not the loader's 'eagle3'",
+        "s1": "algorithm 'dflash' is not the loader's 'eagle3' (the loader is bound to algorithm=FeatureAlgorithm.EAGLE3)",
         "s2": f"schema_version {SCHEMA + 1} is not the loader's {SCHEMA}",
         "s3": (
             f"the store cannot serve it: LocalFeatureStore.get('s3'): its data is not in {store.uri!r} "
@@ -221,7 +221,8 @@ def test_algorithm_and_schema_not_given_are_taken_from_the_first_ref():
     assert next(loader)[0].ref.sample_id == "s0"
     assert loader.algorithm == "eagle3" and loader.schema_version == 7
     with pytest.raises(SchemaMismatch, match="^FeatureDataLoader cannot train on ref 's1': algorithm 'dflash' is "
-                       "not the loader's 'eagle3' \\(taken from the first ref, 's0'\\); "):
+                       "not the loader's 'eagle3' \\(the loader is bound to algorithm=FeatureAlgorithm.EAGLE3, taken "
+                       "from the first ref, 's0'\\); "):
         next(loader)
     assert list(loader) == []
     assert_nothing_leaked(store, queue)

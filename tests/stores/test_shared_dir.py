@@ -161,7 +161,7 @@ def test_watermarks_and_validation(tmp_path):
     assert store.health().high_watermark_hit
     with pytest.raises(ValueError, match="both watermarks or neither"):
         SharedDirFeatureStore(tmp_path, high_watermark_bytes=5)
-    with pytest.raises(ValueError, match="must be <"):
+    with pytest.raises(ValueError, match="must be strictly less than high_watermark_bytes=5"):
         SharedDirFeatureStore(tmp_path, high_watermark_bytes=5, low_watermark_bytes=5)
     with pytest.raises(TypeError, match="fsync"):
         SharedDirFeatureStore(tmp_path, fsync="yes")

@@ -114,9 +114,19 @@ def check_sample_id(call: str, sample_id: object) -> str:
     if not _ID.fullmatch(sample_id):
         raise ValueError(
             f"{call}: sample_id {sample_id!r} is not a safe file name; use 1-200 letters, digits, '.', '_' "
-            f"or '-', not starting with '.' (no '/', no '..', nothing that leaves the store's directory)"
+            f"or '-', not starting with '.' (no '/', no '..': a sample id must not escape the store directory)"
         )
     return sample_id
+
+
+class _NotPassed:
+    """The value of a cap the caller did not pass (the default: no cap)."""
+
+    def __repr__(self) -> str:
+        return "<not passed>"
+
+
+_NOT_PASSED: Any = _NotPassed()
 
 
 @dataclass(frozen=True)
@@ -132,7 +142,9 @@ class SharedDirFeatureStore(FeatureStore):
     that opens the same directory (with the same ``uri``).
 
     ``max_samples``/``max_bytes`` cap what is resident (``StoreFull`` at the
-    publish that would pass them); ``high_watermark_bytes`` /
+    publish that would pass them; not passed: no cap, the directory is
+    bounded by the mount and the watermarks; both passed as ``None`` with no
+    watermark is refused, as in the seed); ``high_watermark_bytes`` /
     ``low_watermark_bytes`` set the flags of ``health()`` (both or neither;
     ``low < high <= max_bytes``).  ``fsync=True`` (the default) makes a
     published sample survive a crash of the machine (the file and the
@@ -145,8 +157,8 @@ class SharedDirFeatureStore(FeatureStore):
     def __init__(
         self,
         root: str | os.PathLike[str],
-        max_samples: int | None = None,
-        max_bytes: int | None = None,
+        max_samples: int | None = _NOT_PASSED,
+        max_bytes: int | None = _NOT_PASSED,
         high_watermark_bytes: int | None = None,
         low_watermark_bytes: int | None = None,
         *,
@@ -155,6 +167,17 @@ class SharedDirFeatureStore(FeatureStore):
     ) -> None:
         if not isinstance(root, (str, os.PathLike)):
             raise TypeError(f"SharedDirFeatureStore(root) must be a path, got {root!r}; pass the shared directory")
+        if max_samples is None and max_bytes is None and high_watermark_bytes is None:
+            # both caps turned off on purpose, and no watermark either: the seed refuses
+            # that (a store that nothing bounds); the default (neither passed) is uncapped
+            raise ValueError(
+                "SharedDirFeatureStore(max_samples=None, max_bytes=None) turns off both caps and sets no "
+                "watermark, so nothing bounds the directory; at least one of max_samples / max_bytes must be set "
+                "(or pass the watermarks, or leave both caps out for the shared directory's default: no cap, "
+                "bounded by the mount)"
+            )
+        max_samples = None if max_samples is _NOT_PASSED else max_samples
+        max_bytes = None if max_bytes is _NOT_PASSED else max_bytes
         for name, value in (("max_samples", max_samples), ("max_bytes", max_bytes),
                             ("high_watermark_bytes", high_watermark_bytes), ("low_watermark_bytes", low_watermark_bytes)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
@@ -169,8 +192,9 @@ class SharedDirFeatureStore(FeatureStore):
         if high_watermark_bytes is not None:
             if not low_watermark_bytes < high_watermark_bytes:  # type: ignore[operator]
                 raise ValueError(
-                    f"SharedDirFeatureStore: low_watermark_bytes={low_watermark_bytes} must be < "
-                    f"high_watermark_bytes={high_watermark_bytes}"
+                    f"SharedDirFeatureStore: low_watermark_bytes={low_watermark_bytes} must be strictly less than "
+                    f"high_watermark_bytes={high_watermark_bytes}; lower low or raise high so the hysteresis band "
+                    f"is not empty"
                 )
             if max_bytes is not None and high_watermark_bytes > max_bytes:
                 raise ValueError(
