@@ -39,7 +39,7 @@ from refqueue.stores import _tensors
 
 __all__ = [
     "ALIGN", "CudaCopies", "Packed", "PinnedStager", "DEFAULT_CHUNK_BYTES", "DEFAULT_SLOTS", "adoptable", "as_bytes",
-    "copy_out", "host_to_device", "pack_to_device", "view_in",
+    "copy_out", "pack_to_device", "view_in",
 ]
 
 MiB = 1024 * 1024
@@ -272,17 +272,6 @@ def pack_to_device(
         stager.copy_pieces([(prepared[i], offsets[i]) for i in staged], buffer, stream)  # type: ignore[misc]
     slots = tuple(offsets.get(i) for i in range(len(sources)))
     return copies, Packed(buffer, slots), pinned_direct
-
-
-def host_to_device(tensor: torch.Tensor, device: torch.device, stager: PinnedStager, stream: Any) -> torch.Tensor:
-    """A new tensor on ``device`` holding host ``tensor``'s data, copied on
-    ``stream``: directly when the source is pinned and large, else through
-    ``stager``.  (The bench's and the tests' single-tensor form of
-    ``pack_to_device``.)"""
-    copies, _, _ = pack_to_device([tensor], [False], device, stager, stream)
-    copy = copies[0]
-    assert copy is not None
-    return copy
 
 
 class CudaCopies:
