@@ -216,3 +216,24 @@ def test_a_ref_of_another_algorithm_says_the_loader_is_bound_to_its_algorithm():
         next(loader)
     assert [d.ref.sample_id for d in queue.dead_letters()] == ["d0"]  # D7: dead-lettered, not failed back
     loader.close()
+
+
+# -- the seed's private counter map, kept as a snapshot ---------------------------------
+
+
+def test_sample_counters_is_a_snapshot_of_live_samples_redeliveries_that_never_grows():
+    store = LocalFeatureStore()
+    queue = SampleRefQueue(store)
+    queue.put(put(store, "s0"))
+    queue.put(put(store, "s1", i=1))
+    assert queue._sample_counters == {"s0": 0, "s1": 0}
+    first = queue.acquire_nowait()
+    assert queue.fail(first) is True
+    assert queue._sample_counters == {"s0": 1, "s1": 0}
+    snapshot = queue._sample_counters
+    snapshot.clear()  # a copy: the queue's own state is untouched
+    assert queue._sample_counters == {"s0": 1, "s1": 0}
+    for _ in range(2):
+        lease = queue.acquire_nowait()
+        assert queue.ack(lease) is True
+    assert queue._sample_counters == {}  # completed samples are absent
