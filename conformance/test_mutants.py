@@ -65,7 +65,10 @@ def test_ci_profile_rejects_mutant(mutant, tmp_path, record_property):
         text=True,
         timeout=300,
     )
-    assert alone.returncode == 1, f"the printed reproduction of {mutant} did not fail alone:\n{alone.stdout[-2000:]}"
+    assert alone.returncode == 1, (
+        f"the printed reproduction of {mutant} did not fail alone:\n{alone.stdout[-2000:]}\n"
+        f"what the kit found in this process: {str(cert.failure.get('message', cert.failure))[:2000]}"
+    )
 
     # The correct backend of the same kind passes the replay: the base, or the Redis
     # backend for a Redis mutant caught by the faults phase (the base has no faults)

@@ -17,7 +17,7 @@ lost its state.
 from __future__ import annotations
 
 import os
-import select
+import selectors
 import shutil
 import signal
 import socket
@@ -161,21 +161,24 @@ def _wait_ready(process: subprocess.Popen[bytes], timeout: float) -> tuple[bool,
     deadline = time.monotonic() + timeout
     fd = process.stdout.fileno()  # type: ignore[union-attr]
     seen = b""
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False, seen.decode(errors="replace") + " (timed out)"
-        readable, _, _ = select.select([fd], [], [], remaining)
-        if not readable:
-            continue
-        chunk = os.read(fd, 65536)
-        if not chunk:  # the server exited
-            process.wait()
-            return False, seen.decode(errors="replace")
-        seen += chunk
-        if _READY in seen:
-            _drain_in_background(process)
-            return True, ""
+    # A selector, not select.select: that refuses a descriptor numbered 1024 or
+    # more, which a process holding many connections hands out.
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False, seen.decode(errors="replace") + " (timed out)"
+            if not selector.select(remaining):
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:  # the server exited
+                process.wait()
+                return False, seen.decode(errors="replace")
+            seen += chunk
+            if _READY in seen:
+                _drain_in_background(process)
+                return True, ""
 
 
 def _drain_in_background(process: subprocess.Popen[bytes]) -> None:
