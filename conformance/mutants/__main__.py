@@ -1,8 +1,10 @@
-"""``python -m conformance.mutants [--profile ci] [--report DIR]``: certify every
-mutant and print (and save as Markdown and JSON) how each was caught, then
-certify every legal variant (``conformance/legal``) and print that each
-passed and what it did not check.  Exit 0 only when every mutant is rejected
-and every legal variant certified."""
+"""``python -m conformance.mutants [--profile ci] [--report DIR] [--legal-only]``:
+certify every mutant and print (and save as Markdown and JSON) how each was
+caught, then certify every legal variant (``conformance/legal``) and print
+that each passed and what it did not check (``--legal-only``: the legal
+variants alone, e.g. under ``--profile deep``).  One line per target goes to
+stderr as it finishes.  Exit 0 only when every mutant is rejected and every
+legal variant certified."""
 
 from __future__ import annotations
 
@@ -22,9 +24,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", choices=("ci", "deep"), default="ci")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--report", default="reports/certify")
+    parser.add_argument("--legal-only", action="store_true", help="certify the legal variants only")
     args = parser.parse_args(argv)
     rows = []
-    for name in MUTANTS:
+    targets = len(LEGAL) + (0 if args.legal_only else len(MUTANTS))
+    done = 0
+    for name in () if args.legal_only else MUTANTS:
         started = time.perf_counter()
         cert = certify(f"conformance.mutants.{name}:make", profile=args.profile, seed=args.seed)
         seconds = time.perf_counter() - started
@@ -42,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
                 "bug": (sys.modules[f"conformance.mutants.{name}"].__doc__ or "").strip().splitlines()[0].removeprefix("Mutant: "),
             }
         )
-    lines = [
+        done += 1
+        verdict = f"rejected in {failure.get('phase')}" if not cert.passed else "NOT REJECTED"
+        print(f"[{done}/{targets}] {name}: {verdict} ({seconds:.1f} s)", file=sys.stderr, flush=True)
+    lines = [] if args.legal_only else [
         f"# Mutants against the conformance kit (profile {args.profile}, seed {args.seed})",
         "",
         "| mutant | bug | caught | phase | steps to catch (all phases) | in that phase | counterexample steps | seconds |",
@@ -69,8 +77,11 @@ def main(argv: list[str] | None = None) -> int:
                 "failure": (cert.failure or {}).get("message"),
             }
         )
+        done += 1
+        print(f"[{done}/{targets}] {target}: {'certified' if cert.passed else 'NOT CERTIFIED'} "
+              f"({legal[-1]['seconds']:.1f} s)", file=sys.stderr, flush=True)
     lines += [
-        "",
+        *([] if args.legal_only else [""]),
         f"# Legal variants (profile {args.profile}, seed {args.seed})",
         "",
         "| variant | certified | phases run (seconds) | checks not run | seconds |",
