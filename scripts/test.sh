@@ -18,6 +18,7 @@ if [ $# -eq 0 ]; then
     # profile of an example or of the Redis backend's walks, each spec config
     # again, which check-spec above has just checked) take longer than the rest
     # together; run them with: bash scripts/test.sh -m slow
-    set -- -m "not slow"
+    # the 30 slowest tests close the output, so that the suite's time stays in view
+    set -- -m "not slow" --durations=30
 fi
 exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" "$@"

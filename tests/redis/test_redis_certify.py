@@ -120,3 +120,17 @@ def test_the_injected_clock_configuration_is_certified_through_two_clients():
     }
     one = certify(TARGET, profile="ci", phases=("construction",), clients=1)
     assert one.configuration["clients"] == 1
+
+
+def test_a_dedup_window_kept_per_client_is_caught_by_the_calls_phase_in_seconds():
+    """The mutant whose dedup window is each client's own passed 2,000 walks through one client and was found
+    by walks through two only after about 6 minutes; the calls phase's dedup-across-clients check finds it at
+    once, and passes the backend itself in both clock configurations."""
+    from refqueue.conformance.calls import check_calls
+
+    report = check_calls("conformance.mutants.redis_dedup_per_client:make", checks=("dedup-across-clients",))
+    assert report.failed_check == "dedup-across-clients", report.failure
+    assert "A.put('s0') again, completed through B within dedup_window=4 returned None" in report.failure
+    for target in ("refqueue.backends.redis:make", "refqueue.backends.redis:make_server_time"):
+        report = check_calls(target, checks=("dedup-across-clients",))
+        assert report.ok and list(report.checks) == ["dedup-across-clients"], report.failure

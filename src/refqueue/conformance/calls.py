@@ -97,6 +97,7 @@ from refqueue.conformance.phase import (
 from refqueue.conformance.probe import WITHIN, Failed, NotRun, Probe, ScrubSwitch, bounded
 from refqueue.conformance.render import replay_module
 from refqueue.conformance.samples import default_store
+from refqueue.conformance.session import SkewedClock, client_skew
 from refqueue.refs import SampleRef
 
 __all__ = ["CHECKS", "NAMED_CHECKS", "PHASE", "SOAK", "WITHIN", "CallsReport", "ScrubSwitch", "check_calls"]
@@ -239,6 +240,41 @@ def _two_queues_one_store(backend: Backend) -> int:
         return first.calls + second.calls
     finally:
         first.close()
+
+
+def _dedup_across_clients(backend: Backend) -> int:
+    """A sample completed through one client is a replay to the other's put
+    (D5 holds for the queue, not for each client): each way round."""
+    if backend.open_client is None:
+        raise NotRun("one client: the factory has no open_client (or the run passed clients=1)")
+    qq = Probe(backend, dedup_window=4)
+    try:
+        skewed = SkewedClock(qq.clock, client_skew(1))  # the other client's machine runs ahead
+        other = qq.call("open_client(queue)", lambda: backend.open_client(qq.q, qq.store, skewed))  # type: ignore[misc]
+        clients = {"A": qq.q, "B": other}
+        for done_by, put_by, sample_id in (("B", "A", "s0"), ("A", "B", "s1")):
+            ref = qq.ref(sample_id)
+            qq.call(f"{put_by}.put({sample_id!r})", lambda: clients[put_by].put(ref))
+            if qq.caps.acquire_nowait:
+                lease = qq.call(f"{done_by}.acquire_nowait()", clients[done_by].acquire_nowait)
+            else:
+                lease = qq.call(f"{done_by}.acquire()", lambda: clients[done_by].acquire(poll_interval=0.001))
+            if lease is None or lease.ref.sample_id != sample_id:
+                raise Failed(f"{done_by}.acquire() with only {sample_id!r} pending returned {lease!r}")
+            if qq.call(f"{done_by}.ack(its lease)", lambda: clients[done_by].ack(lease)) is not True:
+                raise Failed(f"{done_by}.ack of its live lease on {sample_id!r} did not return True")
+            again = qq.ref(sample_id)  # the producer made the sample again
+            try:
+                qq.refuses(
+                    f"{put_by}.put({sample_id!r}) again, completed through {done_by} within dedup_window=4",
+                    lambda: clients[put_by].put(again), "replay",
+                )
+            finally:
+                qq.store.scrub(again)
+            qq.expect_counts((0, 0, 0), f"the replay of {sample_id!r} through {put_by} was refused")
+        return qq.calls
+    finally:
+        qq.close()
 
 
 def _scrub_fails(backend: Backend) -> int:
@@ -474,6 +510,10 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "two-queues-one-store", "two queues on one store have different epochs and refuse each other's leases",
         _two_queues_one_store,
+    ),
+    Check(
+        "dedup-across-clients", "a sample acked through one client is a replay (ReplayedSample) to another client's "
+        "put within dedup_window, each way round (D5)", _dedup_across_clients, ("dedup_window",),
     ),
     Check(
         "dead-letters-copied", "dead_letters() returns a copy: appending to and clearing the list it returned changes "
