@@ -18,7 +18,8 @@ def test_ci_profile_certifies_legal_variant(target):
 
 
 def test_seed_api_lists_the_checks_it_cannot_take():
-    cert = certify("conformance.legal.seed_api:make", profile="ci")
+    # the two phases whose checks it cannot take (its whole certification is the parametrized test above)
+    cert = certify("conformance.legal.seed_api:make", profile="ci", phases=("producers", "blocking"))
     assert cert.passed, f"{cert.failure}\n{cert.counterexample}"
     assert cert.phases["producers"]["skipped"]
     checks = " ".join(str(n) for n in cert.not_checked)
