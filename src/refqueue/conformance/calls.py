@@ -255,10 +255,7 @@ def _dedup_across_clients(backend: Backend) -> int:
         for done_by, put_by, sample_id in (("B", "A", "s0"), ("A", "B", "s1")):
             ref = qq.ref(sample_id)
             qq.call(f"{put_by}.put({sample_id!r})", lambda: clients[put_by].put(ref))
-            if qq.caps.acquire_nowait:
-                lease = qq.call(f"{done_by}.acquire_nowait()", clients[done_by].acquire_nowait)
-            else:
-                lease = qq.call(f"{done_by}.acquire()", lambda: clients[done_by].acquire(poll_interval=0.001))
+            lease = qq.acquire(f"{done_by}.acquire()", clients[done_by])
             if lease is None or lease.ref.sample_id != sample_id:
                 raise Failed(f"{done_by}.acquire() with only {sample_id!r} pending returned {lease!r}")
             if qq.call(f"{done_by}.ack(its lease)", lambda: clients[done_by].ack(lease)) is not True:

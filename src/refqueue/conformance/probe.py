@@ -140,10 +140,12 @@ class Probe:
             raise Failed(f"acquire() with only {sample_id!r} pending returned {lease!r}")
         return lease
 
-    def acquire(self, what: str) -> Any:
+    def acquire(self, what: str, client: Any = None) -> Any:
+        """One acquire that does not wait, through ``client`` (default: this probe's queue)."""
+        q = self.q if client is None else client
         if self.caps.acquire_nowait:
-            return self.call(what, self.q.acquire_nowait)
-        return self.call(what, lambda: self.q.acquire(poll_interval=0.001))
+            return self.call(what, q.acquire_nowait)
+        return self.call(what, lambda: q.acquire(poll_interval=0.001))
 
     def counts(self) -> tuple[int, int, int]:
         health = self.store.health()
