@@ -78,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         done += 1
-        print(f"[{done}/{targets}] {target}: {'certified' if cert.passed else 'NOT CERTIFIED'} "
-              f"({legal[-1]['seconds']:.1f} s)", file=sys.stderr, flush=True)
+        said = "certified" if cert.passed else f"NOT CERTIFIED: {legal[-1]['failure']}"
+        print(f"[{done}/{targets}] {target}: {said} ({legal[-1]['seconds']:.1f} s)", file=sys.stderr, flush=True)
     lines += [
         *([] if args.legal_only else [""]),
         f"# Legal variants (profile {args.profile}, seed {args.seed})",
