@@ -116,15 +116,15 @@ def test_without_an_injected_clock_the_reclaim_checks_are_not_run():
 
 
 def test_the_certificate_names_each_check_its_time_and_the_bound(tmp_path, capsys):
-    rc = main(["certify", BASE, "--report", str(tmp_path), "--no-progress", "--wake-bound", "0.2", "--phase", "blocking"])
+    rc = main(["certify", BASE, "--report", str(tmp_path), "--no-progress", "--wake-bound", "0.1", "--phase", "blocking"])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "  blocking      19 checks, slowest wakeup " in out and "(bound 0.2 s)" in out
+    assert "  blocking      19 checks, slowest wakeup " in out and "(bound 0.1 s)" in out
     for name in CHECKS:
         assert f"                {name:<26} " in out
     (report,) = tmp_path.glob("*.json")  # the certificate the run wrote
     phase = json.loads(report.read_text())["phases"]["blocking"]
-    assert phase["bound_s"] == 0.2 and list(phase["checks"]) == list(CHECKS)
+    assert phase["bound_s"] == 0.1 and list(phase["checks"]) == list(CHECKS)
     assert set(phase["check_seconds"]) == set(CHECKS) and phase["steps"] > 0
 
 
