@@ -226,3 +226,47 @@ def test_the_history_modules_import_without_torch_or_hypothesis():
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.stdout == "ok\n", run.stderr
+
+
+def _undecided_first(monkeypatch, times):
+    """The threads phase's checker answers ``unknown`` for its first ``times`` calls (as for a
+    history whose search outgrows the budget), then decides as it would."""
+    import refqueue.conformance.threads as threads_phase
+
+    calls = []
+
+    def check_(history, **budget):
+        calls.append(history)
+        verdict = check(history, **budget)
+        if len(calls) <= times:
+            return dataclasses.replace(verdict, result="unknown", reason="the step budget ran out (planted)")
+        return verdict
+
+    monkeypatch.setattr(threads_phase, "check", check_)
+    return calls
+
+
+def test_an_undecided_history_is_recorded_again_and_the_decided_one_counts(monkeypatch):
+    calls = _undecided_first(monkeypatch, 2)
+    cert = certify(INPROCESS, profile="ci", phases=("threads",))
+    assert cert.passed, cert.failure
+    phase = cert.phases["threads"]
+    assert phase["undecided_recorded_again"] == 2 and phase["histories"] == 20
+    assert phase["verdicts"] == {"ok": 20, "illegal": 0, "unknown": 0}
+    assert len(calls) == 22 and calls[0] is not calls[1]  # history 1 recorded three times
+    from refqueue.conformance.threads import PHASE as THREADS
+
+    (line,) = THREADS.summary("threads", phase)
+    assert line.endswith(" s; linearizable: 20 ok, 0 illegal, 0 unknown (2 undecided recorded again)"), line
+
+
+def test_a_seed_undecided_in_every_recording_fails_the_phase(monkeypatch):
+    calls = _undecided_first(monkeypatch, 3)
+    cert = certify(INPROCESS, profile="ci", phases=("threads",))
+    assert not cert.passed and cert.failure["phase"] == "threads"
+    assert len(calls) == 3
+    assert cert.failure["message"].startswith("history 1 (seed 0, ")
+    assert "could not be decided in 3 recordings: the step budget ran out (planted); an undecided history is not a pass" in (
+        cert.failure["message"]
+    )
+    assert cert.phases["threads"]["verdicts"] == {"ok": 0, "illegal": 0, "unknown": 1}

@@ -8,8 +8,13 @@ three *rich*, with watermarks, store puts, blocking-put steps, ``health()``
 reads and callbacks) are recorded on fresh queues of the backend and checked
 by ``refqueue.conformance.linearizability.check``.  History k of a run with
 seed S is recorded with seed ``1000 * S + k``.  A history the checker cannot
-decide within its budget (``unknown``) fails the certification like an
-``illegal`` one: the certificate claims the histories were checked, and an
+decide within its budget (``unknown``) says nothing either way (a thread
+preempted inside one call overlaps it with hundreds of others, and the
+search grows with that): its seed is recorded again, up to
+``UNDECIDED_TRIES`` recordings, and the first one decided counts in its
+place (the certificate counts them: ``undecided_recorded_again``).  A seed
+undecided in every recording fails the certification like an ``illegal``
+history: the certificate claims the histories were checked, and an
 undecided one was not; the failure says which it was.  An illegal history is
 shrunk (``refqueue.conformance.shrink.shrink_threads``: whole threads, then
 calls, each candidate recorded again) for at most the profile's
@@ -30,14 +35,17 @@ from typing import Any
 
 from refqueue.conformance.contract import Backend
 from refqueue.conformance.history import RecordingHung, plan_programs, record, rich_history
-from refqueue.conformance.linearizability import ILLEGAL, OK, check
+from refqueue.conformance.linearizability import ILLEGAL, OK, UNKNOWN, check
 from refqueue.conformance.phase import Context, PhaseBase, PhaseResult, timed, unfit
 from refqueue.conformance.progress import Progress
 from refqueue.conformance.render import replay_module
 from refqueue.conformance.samples import UNIT_BYTES
 from refqueue.conformance.shrink import shrink_threads
 
-__all__ = ["PHASE"]
+__all__ = ["PHASE", "UNDECIDED_TRIES"]
+
+# Recordings of one seed before a history the checker cannot decide fails the phase.
+UNDECIDED_TRIES = 3
 
 
 def _too_small(backend: Backend, seeds: list[int], shape: dict[str, int]) -> str | None:
@@ -83,6 +91,7 @@ def _run(context: Context) -> PhaseResult:
     operations = 0
     recording = checking = 0.0
     most_steps = 0
+    undecided = 0  # recordings the checker could not decide, each recorded again
     failed = None
     for k, history_seed in enumerate(seeds):
         started = time.perf_counter()
@@ -98,6 +107,28 @@ def _run(context: Context) -> PhaseResult:
         checking += time.perf_counter() - started
         operations += len(history)
         most_steps = max(most_steps, verdict.steps)
+        tries = 1
+        while verdict.result == UNKNOWN and tries < UNDECIDED_TRIES:
+            # Undecided says nothing either way (a thread preempted in a call, say,
+            # overlaps it with hundreds of others): the seed is recorded again, and
+            # the recording decided in its place counts; illegal fails as always.
+            tries += 1
+            undecided += 1
+            started = time.perf_counter()
+            try:
+                history = record(backend, seed=history_seed, **shape)
+            except RecordingHung as exc:
+                recording += time.perf_counter() - started
+                failed = (k, history_seed, None, f"history {k + 1} (seed {history_seed}): {exc}", str(exc))
+                break
+            recording += time.perf_counter() - started
+            started = time.perf_counter()
+            verdict = check(history, max_steps=profile.history_steps, timeout=None)
+            checking += time.perf_counter() - started
+            operations += len(history)
+            most_steps = max(most_steps, verdict.steps)
+        if failed is not None:
+            break
         verdicts[verdict.result] += 1
         bar.update(k + 1, f"histories · {operations:,} operations")
         if verdict.result != OK:
@@ -112,6 +143,7 @@ def _run(context: Context) -> PhaseResult:
         record_seconds=round(recording, 2),
         check_seconds=round(checking, 2),
         most_model_steps=most_steps,
+        undecided_recorded_again=undecided,
     ))
     if failed is None:
         return result
@@ -191,8 +223,8 @@ _SHRINK_HANG_AFTER = 10.0  # seconds a recording made while shrinking may take
 def _threads_message(k: int, history_seed: int, verdict: Any, shrunk: Any = None) -> str:
     if verdict.result == "unknown":
         return (
-            f"history {k + 1} (seed {history_seed}, {verdict.operations} operations) could not be decided: "
-            f"{verdict.reason}; an undecided history is not a pass"
+            f"history {k + 1} (seed {history_seed}, {verdict.operations} operations) could not be decided in "
+            f"{UNDECIDED_TRIES} recordings: {verdict.reason}; an undecided history is not a pass"
         )
     blocker = verdict.history.events[verdict.blocker]
     if shrunk is None:
@@ -282,6 +314,7 @@ class ThreadsPhase(PhaseBase):
         return [
             f"  {name:<13} {histories} of {entry['threads']} threads, {entry['steps']:,} operations, "
             f"{entry['seconds']} s; linearizable: {v['ok']} ok, {v['illegal']} illegal, {v['unknown']} unknown"
+            + (f" ({entry['undecided_recorded_again']} undecided recorded again)" if entry.get("undecided_recorded_again") else "")
         ]
 
 
