@@ -94,26 +94,12 @@ def _run(context: Context) -> PhaseResult:
     undecided = 0  # recordings the checker could not decide, each recorded again
     failed = None
     for k, history_seed in enumerate(seeds):
-        started = time.perf_counter()
-        try:
-            history = record(backend, seed=history_seed, **shape)
-        except RecordingHung as exc:
-            recording += time.perf_counter() - started
-            failed = (k, history_seed, None, f"history {k + 1} (seed {history_seed}): {exc}", str(exc))
-            break
-        recording += time.perf_counter() - started
-        started = time.perf_counter()
-        verdict = check(history, max_steps=profile.history_steps, timeout=None)
-        checking += time.perf_counter() - started
-        operations += len(history)
-        most_steps = max(most_steps, verdict.steps)
-        tries = 1
-        while verdict.result == UNKNOWN and tries < UNDECIDED_TRIES:
+        for attempt in range(UNDECIDED_TRIES):
             # Undecided says nothing either way (a thread preempted in a call, say,
             # overlaps it with hundreds of others): the seed is recorded again, and
             # the recording decided in its place counts; illegal fails as always.
-            tries += 1
-            undecided += 1
+            if attempt:
+                undecided += 1
             started = time.perf_counter()
             try:
                 history = record(backend, seed=history_seed, **shape)
@@ -127,6 +113,8 @@ def _run(context: Context) -> PhaseResult:
             checking += time.perf_counter() - started
             operations += len(history)
             most_steps = max(most_steps, verdict.steps)
+            if verdict.result != UNKNOWN:
+                break
         if failed is not None:
             break
         verdicts[verdict.result] += 1
