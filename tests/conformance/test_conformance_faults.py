@@ -94,3 +94,54 @@ def test_a_faults_failure_replays_as_a_test_and_the_certificate_names_the_check(
     entry = cert.phases["faults"]
     assert list(entry["checks"])[-1] == "lost-reply-ack" and entry["steps"] > 0
     assert json.loads(json.dumps(cert.to_dict()))["failure"]["check"] == "lost-reply-ack"
+
+
+def _undecided_first(monkeypatch, times):
+    """The linearizability checker answers ``unknown`` for its first ``times`` calls (as for a
+    history whose search outgrows the budget), then decides as it would."""
+    import dataclasses
+
+    import refqueue.conformance.linearizability as lin
+
+    real = lin.check
+    calls = []
+
+    def check_(history, **budget):
+        calls.append(history)
+        verdict = real(history, **budget)
+        if len(calls) <= times:
+            return dataclasses.replace(verdict, result="unknown", reason="the step budget ran out (planted)")
+        return verdict
+
+    monkeypatch.setattr(lin, "check", check_)
+    return calls
+
+
+def test_an_undecided_multi_process_history_is_recorded_again_and_the_decided_one_counts(monkeypatch):
+    from refqueue.conformance.faults import FaultsPhase
+
+    calls = _undecided_first(monkeypatch, 2)
+    cert = certify(FAKE, phases=("faults",))
+    assert cert.passed, cert.failure
+    assert len(calls) == 3 and calls[0] is not calls[2]  # the seed recorded three times
+    phase = cert.phases["faults"]
+    assert phase["undecided_recorded_again"] == 2
+    assert phase["steps"] >= sum(len(h) for h in calls)  # every recording's calls are counted
+    line = FaultsPhase().summary("faults", phase)[0]
+    assert " s (2 undecided multi-process histories recorded again)" in line, line
+
+
+def test_a_multi_process_history_undecided_in_every_recording_fails_the_check(monkeypatch):
+    calls = _undecided_first(monkeypatch, 3)
+    report = check_faults(FAKE, checks=("processes-linearizable",))
+    assert len(calls) == 3
+    assert report.failed_check == "processes-linearizable"
+    assert "could not be decided in 3 recordings (an undecided history is not a pass)" in report.failure
+    assert History.from_json(report.history).threads == 4
+
+
+def test_a_decided_multi_process_history_is_not_recorded_again(monkeypatch):
+    calls = _undecided_first(monkeypatch, 0)
+    report = check_faults(FAKE, checks=("processes-linearizable",))
+    assert report.ok, report.failure
+    assert len(calls) == 1 and "undecided_recorded_again" not in report.checks["processes-linearizable"]

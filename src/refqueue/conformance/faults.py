@@ -38,7 +38,10 @@ among them) gets the phase listed as not run, with why.
 ``processes-linearizable``
     a history recorded from the kit's process and two spawned children, each
     with its own client over a shared store (``refqueue.conformance.processes``),
-    is linearizable (``refqueue.conformance.linearizability``).
+    is linearizable (``refqueue.conformance.linearizability``).  A history the
+    checker cannot decide within its budget is recorded again from the same
+    seed, up to ``UNDECIDED_TRIES`` recordings (the certificate counts them:
+    ``undecided_recorded_again``); undecided in all of them, the check fails.
 
 Faults are operations of a check's history: a failure prints the history of
 the check (calls, answers, faults and the passage of time, in order) next to
@@ -82,28 +85,40 @@ class HistoryRejected(Failed):
         self.history = history
 
 
-def _processes(backend: Backend, seed: int) -> int:
+def _processes(backend: Backend, seed: int) -> tuple[int, dict[str, Any]]:
     from refqueue.conformance.history import RecordingHung
-    from refqueue.conformance.linearizability import OK, check
+    from refqueue.conformance.linearizability import OK, UNDECIDED_TRIES, UNKNOWN, check
     from refqueue.conformance.processes import record_processes
 
     if backend.make_store is not None:
         raise NotRun("the backend brings its own store (make_store); the processes share a SharedDirFeatureStore")
-    try:
-        history = record_processes(backend, seed=seed, children=PROCESS_CHILDREN, operations=PROCESS_OPERATIONS)
-    except RecordingHung as exc:
-        raise Failed(str(exc)) from exc
-    except RuntimeError as exc:
-        raise Failed(f"a child process could not take part: {exc}") from exc
-    verdict = check(history, max_steps=1_000_000, timeout=None)
+    calls = 0
+    for attempt in range(UNDECIDED_TRIES):
+        # An undecided history says nothing either way (how the processes were
+        # scheduled, not the backend, decides how many calls overlap): the seed
+        # is recorded again and the first decided recording counts; an illegal
+        # one fails at once.
+        try:
+            history = record_processes(backend, seed=seed, children=PROCESS_CHILDREN, operations=PROCESS_OPERATIONS)
+        except RecordingHung as exc:
+            raise Failed(str(exc)) from exc
+        except RuntimeError as exc:
+            raise Failed(f"a child process could not take part: {exc}") from exc
+        calls += len(history)
+        verdict = check(history, max_steps=1_000_000, timeout=None)
+        if verdict.result != UNKNOWN:
+            break
     if verdict.result != OK:
-        what = "could not be decided (an undecided history is not a pass)" if verdict.result == "unknown" else "is not linearizable"
+        what = (
+            f"could not be decided in {UNDECIDED_TRIES} recordings (an undecided history is not a pass)"
+            if verdict.result == UNKNOWN else "is not linearizable"
+        )  # fmt: skip
         raise HistoryRejected(
             f"the history of {history.threads} threads in {PROCESS_CHILDREN + 1} processes (seed {seed}, "
             f"{len(history)} calls) {what}:\n{verdict.describe()}",
             history.to_json(),
         )
-    return len(history)
+    return calls, {"undecided_recorded_again": attempt} if attempt else {}
 
 
 NAMED_CHECKS: tuple[Check, ...] = (
@@ -167,8 +182,11 @@ def check_faults(backend: Backend | str, *, seed: int = 0, checks: Sequence[str]
             continue
         began = time.perf_counter()
         failure = None
+        extra: dict[str, Any] = {}
         try:
-            report.steps += check.run(backend, seed)
+            done = check.run(backend, seed)
+            steps, extra = done if isinstance(done, tuple) else (done, {})
+            report.steps += steps
         except NotRun as exc:
             report.not_run[check.name] = str(exc)
             continue
@@ -178,7 +196,7 @@ def check_faults(backend: Backend | str, *, seed: int = 0, checks: Sequence[str]
             failure = str(exc)
         except Exception as exc:  # noqa: BLE001 - a hook or the factory that raised
             failure = f"{type(exc).__name__}: {exc}"
-        report.checks[check.name] = {"what": check.what, "seconds": round(time.perf_counter() - began, 3)}
+        report.checks[check.name] = {"what": check.what, "seconds": round(time.perf_counter() - began, 3), **extra}
         if failure is not None:
             report.failure = f"faults phase, check {check.name}: {failure}"
             report.failed_check = check.name
@@ -201,7 +219,9 @@ class FaultsPhase(PhaseBase):
         context.progress.start("faults", len(CHECKS))
         report = check_faults(context.backend, seed=context.seed)
         context.progress.update(len(report.checks) + len(report.not_run), "checks", force=True)
-        counts = checks_counts(report, bounded=False, not_run=dict(report.not_run))
+        again = sum(c.get("undecided_recorded_again", 0) for c in report.checks.values())
+        detail: dict[str, Any] = {"undecided_recorded_again": again} if again else {}
+        counts = checks_counts(report, bounded=False, not_run=dict(report.not_run), **detail)
         result = checks_result(context, "faults", report, counts, _render)
         if result.failure is not None:
             result.history = report.history
@@ -209,7 +229,11 @@ class FaultsPhase(PhaseBase):
 
     def summary(self, name: str, entry: Mapping[str, Any]) -> list[str]:
         not_run = f"; not run: {', '.join(entry['not_run'])}" if entry.get("not_run") else ""
-        lines = [f"  {name:<13} {len(entry['checks'])} checks, {entry['steps']:,} calls, {entry['seconds']} s{not_run}"]
+        again = entry.get("undecided_recorded_again")
+        again_text = f" ({again} undecided multi-process histor{'y' if again == 1 else 'ies'} recorded again)" if again else ""
+        lines = [
+            f"  {name:<13} {len(entry['checks'])} checks, {entry['steps']:,} calls, {entry['seconds']} s{again_text}{not_run}"
+        ]
         for check, seconds in entry["check_seconds"].items():
             lines.append(f"  {'':<13} {check:<30} {seconds} s")
         for check, why in entry.get("not_run", {}).items():

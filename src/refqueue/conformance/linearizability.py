@@ -77,11 +77,17 @@ from refqueue.conformance.history import Event, History, answer_text, lease_text
 from refqueue.model import actions as A
 from refqueue.model.state import Config, ModelLease, State, initial_state, make_config
 
-__all__ = ["ILLEGAL", "OK", "UNKNOWN", "Verdict", "check"]
+__all__ = ["ILLEGAL", "OK", "UNKNOWN", "UNDECIDED_TRIES", "Verdict", "check"]
 
 OK = "ok"
 ILLEGAL = "illegal"
 UNKNOWN = "unknown"
+
+# Recordings a phase makes of one seed before a history the checker cannot
+# decide (``UNKNOWN``) fails it: undecided says nothing either way, so the seed
+# is recorded again and the first decided recording counts in its place (the
+# threads phase, and the faults phase's multi-process history).
+UNDECIDED_TRIES = 3
 
 _READS = ("pending_count", "outstanding_count", "is_drained", "is_closed", "dead_letters", "health", "is_paused")
 _LEASE_CALLS = ("ack", "fail", "dead_letter", "extend")

@@ -35,17 +35,14 @@ from typing import Any
 
 from refqueue.conformance.contract import Backend
 from refqueue.conformance.history import RecordingHung, plan_programs, record, rich_history
-from refqueue.conformance.linearizability import ILLEGAL, OK, UNKNOWN, check
+from refqueue.conformance.linearizability import ILLEGAL, OK, UNDECIDED_TRIES, UNKNOWN, check
 from refqueue.conformance.phase import Context, PhaseBase, PhaseResult, timed, unfit
 from refqueue.conformance.progress import Progress
 from refqueue.conformance.render import replay_module
 from refqueue.conformance.samples import UNIT_BYTES
 from refqueue.conformance.shrink import shrink_threads
 
-__all__ = ["PHASE", "UNDECIDED_TRIES"]
-
-# Recordings of one seed before a history the checker cannot decide fails the phase.
-UNDECIDED_TRIES = 3
+__all__ = ["PHASE", "UNDECIDED_TRIES"]  # UNDECIDED_TRIES: refqueue.conformance.linearizability's
 
 
 def _too_small(backend: Backend, seeds: list[int], shape: dict[str, int]) -> str | None:
