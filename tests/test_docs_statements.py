@@ -36,3 +36,17 @@ def test_each_doc_makes_the_statement_in_the_same_words(doc, statement):
 def test_no_doc_keeps_a_contradicting_short_form(doc):
     text = _text(doc)
     assert [short for short in GONE if short in text] == []
+
+
+def test_the_readme_counts_the_mutants_and_legal_variants_there_are():
+    # the README's table said 54 and 4 long after there were more; the counts come from the folders
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        from conformance.legal import LEGAL
+        from conformance.mutants import MUTANTS
+    finally:
+        sys.path.remove(str(ROOT))
+    said = f"rejects {len(MUTANTS)} deliberately broken ones (`conformance/mutants/`) and accepts {len(LEGAL)} legal variants"
+    assert said in _text("README.md")
