@@ -6,6 +6,7 @@ gets the phase listed as not run.  Certification evidence for a real
 deployment is ``refqueue certify refqueue.backends.redis:make --phase faults``."""
 
 import json
+import re
 
 import pytest
 
@@ -57,18 +58,35 @@ def test_a_reclaimer_that_dies_at_its_first_lost_reply_is_caught(monkeypatch):
 
 def test_a_client_that_answers_reads_from_a_cache_is_not_linearizable_across_processes():
     # Whether a stale cached read lands where no order explains it depends on how
-    # the three processes' calls interleave: measured on an idle machine, 9 of
-    # seeds 0-29 caught it (about 1.7 s a seed), and a CI run saw none of seeds 0-9.
-    # One seed in forty is all this asserts (it stops at the first that catches it);
-    # the check's power is a known weakness (issue 20).
-    for seed in range(40):
+    # the three processes' calls interleave: measured on an idle machine, one history
+    # of 200 calls caught it in 8 of seeds 0-19 (1.9 s each), hence five histories a
+    # check (PROCESS_HISTORIES). The loop stops at the first seed whose check catches it.
+    for seed in range(10):
         report = check_faults("fault_backends:make_cached_reads", seed=seed, checks=("processes-linearizable",))
         if report.failed_check is not None:
             break
-    assert report.failed_check == "processes-linearizable", "no seed of 40 caught the cached reads"
-    assert f"in 3 processes (seed {seed}, " in report.failure and "is not linearizable" in report.failure
+    assert report.failed_check == "processes-linearizable", "no check of 10 seeds (50 histories) caught the cached reads"
+    said = re.search(r"history (\d) of 5, of 4 threads in 3 processes \(seed (\d+), ", report.failure)
+    assert said is not None, report.failure
+    assert int(said[2]) == seed * 1000 + int(said[1]) - 1  # the k-th history's seed
+    assert "is not linearizable" in report.failure
     history = History.from_json(report.history)
     assert history.threads == 4 and len(history) > 0
+
+
+def test_each_history_of_the_check_has_its_own_seed_and_counts_in_the_certificate():
+    from refqueue.conformance.faults import FaultsPhase
+
+    cert = certify(FAKE, phases=("faults",), seed=2)
+    assert cert.passed, cert.failure
+    phase = cert.phases["faults"]
+    assert phase["process_histories"] == 5  # the ci profile's
+    line = [x for x in FaultsPhase().summary("faults", phase) if "processes-linearizable" in x]
+    assert line and line[0].endswith(" s (5 histories)"), line
+    report = check_faults(FAKE, seed=2, checks=("processes-linearizable",), histories=2)
+    assert report.ok and report.checks["processes-linearizable"]["histories"] == 2
+    with pytest.raises(ValueError, match="histories must be an int >= 1, got 0"):
+        check_faults(FAKE, histories=0)
 
 
 def test_a_backend_without_faults_gets_the_phase_listed_as_not_run():
@@ -123,7 +141,7 @@ def test_an_undecided_multi_process_history_is_recorded_again_and_the_decided_on
     calls = _undecided_first(monkeypatch, 2)
     cert = certify(FAKE, phases=("faults",))
     assert cert.passed, cert.failure
-    assert len(calls) == 3 and calls[0] is not calls[2]  # the seed recorded three times
+    assert len(calls) == 3 + 4 and calls[0] is not calls[2]  # history 1's seed recorded three times, then 4 more
     phase = cert.phases["faults"]
     assert phase["undecided_recorded_again"] == 2
     assert phase["steps"] >= sum(len(h) for h in calls)  # every recording's calls are counted
@@ -136,6 +154,7 @@ def test_a_multi_process_history_undecided_in_every_recording_fails_the_check(mo
     report = check_faults(FAKE, checks=("processes-linearizable",))
     assert len(calls) == 3
     assert report.failed_check == "processes-linearizable"
+    assert "history 1 of 5, of 4 threads in 3 processes (seed 0, " in report.failure
     assert "could not be decided in 3 recordings (an undecided history is not a pass)" in report.failure
     assert History.from_json(report.history).threads == 4
 
@@ -144,4 +163,4 @@ def test_a_decided_multi_process_history_is_not_recorded_again(monkeypatch):
     calls = _undecided_first(monkeypatch, 0)
     report = check_faults(FAKE, checks=("processes-linearizable",))
     assert report.ok, report.failure
-    assert len(calls) == 1 and "undecided_recorded_again" not in report.checks["processes-linearizable"]
+    assert len(calls) == 5 and "undecided_recorded_again" not in report.checks["processes-linearizable"]

@@ -39,7 +39,7 @@ The phases, in the order they run (each module ``refqueue.conformance.NAME``):
                   and ``FaultHooks``): lost replies at every state-changing
                   call, a client killed between commit and scrub, the
                   reclaimer under faults, durable and lossy server restarts,
-                  and a history of clients in three processes checked for
+                  and histories of clients in three processes checked for
                   linearizability, each a named check.  Imports
                   ``fault_replies`` and ``fault_crashes`` (the checks),
                   ``fault_run`` (a check's clients, model and history),

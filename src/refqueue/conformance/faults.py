@@ -36,9 +36,11 @@ among them) gets the phase listed as not run, with why.
     by every call of the old clients, no lease of the old epoch is accepted
     by a new client and no lease identity is reused.
 ``processes-linearizable``
-    a history recorded from the kit's process and two spawned children, each
+    histories recorded from the kit's process and two spawned children, each
     with its own client over a shared store (``refqueue.conformance.processes``),
-    is linearizable (``refqueue.conformance.linearizability``).  A history the
+    are linearizable (``refqueue.conformance.linearizability``): the profile's
+    ``process_histories`` of them (ci 5, deep 20), seeds ``seed * 1000 + k``,
+    because one history of 200 calls misses a race often.  A history the
     checker cannot decide within its budget is recorded again from the same
     seed, up to ``UNDECIDED_TRIES`` recordings (the certificate counts them:
     ``undecided_recorded_again``); undecided in all of them, the check fails.
@@ -47,8 +49,8 @@ Faults are operations of a check's history: a failure prints the history of
 the check (calls, answers, faults and the passage of time, in order) next to
 what the model says.  Every check is deterministic but the last, which is
 seeded (the seed of the run); a failure's replay runs the failing check
-again with that seed, and for the last the history the checker rejected is
-saved beside the certificate.
+again with that seed (and as many histories), and for the last the history
+the checker rejected is saved beside the certificate.
 
 Imports: ``fault_replies`` and ``fault_crashes`` (the checks), ``fault_run``
 (a check's clients, model and history), ``processes``, ``linearizability``,
@@ -70,10 +72,14 @@ from refqueue.conformance.phase import (
 from refqueue.conformance.probe import Failed, NotRun
 from refqueue.conformance.render import replay_module
 
-__all__ = ["CHECKS", "NAMED_CHECKS", "PHASE", "PROCESS_CHILDREN", "PROCESS_OPERATIONS", "check_faults"]
+__all__ = ["CHECKS", "NAMED_CHECKS", "PHASE", "PROCESS_CHILDREN", "PROCESS_HISTORIES", "PROCESS_OPERATIONS", "check_faults"]
 
 PROCESS_CHILDREN = 2  # spawned children of the multi-process history (the kit's process makes the third)
-PROCESS_OPERATIONS = 200  # calls of the multi-process history, all threads together
+PROCESS_OPERATIONS = 200  # calls of each multi-process history, all threads together
+# Multi-process histories of a check_faults call unless told (a certification takes its profile's
+# process_histories: ci 5, deep 20).  One history of 200 calls caught a client answering reads from a
+# cache in 8 of 20 seeds (1.9 s each); five independent ones miss it with probability about 0.6^5 = 8 %.
+PROCESS_HISTORIES = 5
 _CLOCK = ("injected_clock",)  # the check moves the queue's clock (past a deadline or intent_timeout)
 
 
@@ -85,40 +91,48 @@ class HistoryRejected(Failed):
         self.history = history
 
 
-def _processes(backend: Backend, seed: int) -> tuple[int, dict[str, Any]]:
+def _processes(backend: Backend, seed: int, histories: int = PROCESS_HISTORIES) -> tuple[int, dict[str, Any]]:
+    """``histories`` multi-process histories (seeds ``seed * 1000 + k``), each
+    linearizable; the calls made and the check's numbers for the certificate."""
     from refqueue.conformance.history import RecordingHung
     from refqueue.conformance.linearizability import OK, UNDECIDED_TRIES, UNKNOWN, check
     from refqueue.conformance.processes import record_processes
 
     if backend.make_store is not None:
         raise NotRun("the backend brings its own store (make_store); the processes share a SharedDirFeatureStore")
-    calls = 0
-    for attempt in range(UNDECIDED_TRIES):
-        # An undecided history says nothing either way (how the processes were
-        # scheduled, not the backend, decides how many calls overlap): the seed
-        # is recorded again and the first decided recording counts; an illegal
-        # one fails at once.
-        try:
-            history = record_processes(backend, seed=seed, children=PROCESS_CHILDREN, operations=PROCESS_OPERATIONS)
-        except RecordingHung as exc:
-            raise Failed(str(exc)) from exc
-        except RuntimeError as exc:
-            raise Failed(f"a child process could not take part: {exc}") from exc
-        calls += len(history)
-        verdict = check(history, max_steps=1_000_000, timeout=None)
-        if verdict.result != UNKNOWN:
-            break
-    if verdict.result != OK:
-        what = (
-            f"could not be decided in {UNDECIDED_TRIES} recordings (an undecided history is not a pass)"
-            if verdict.result == UNKNOWN else "is not linearizable"
-        )  # fmt: skip
-        raise HistoryRejected(
-            f"the history of {history.threads} threads in {PROCESS_CHILDREN + 1} processes (seed {seed}, "
-            f"{len(history)} calls) {what}:\n{verdict.describe()}",
-            history.to_json(),
-        )
-    return calls, {"undecided_recorded_again": attempt} if attempt else {}
+    calls = again = 0
+    for k in range(histories):
+        history_seed = seed * 1000 + k
+        for attempt in range(UNDECIDED_TRIES):
+            # An undecided history says nothing either way (how the processes were
+            # scheduled, not the backend, decides how many calls overlap): the seed
+            # is recorded again and the first decided recording counts; an illegal
+            # one fails at once.
+            if attempt:
+                again += 1
+            try:
+                history = record_processes(
+                    backend, seed=history_seed, children=PROCESS_CHILDREN, operations=PROCESS_OPERATIONS
+                )
+            except RecordingHung as exc:
+                raise Failed(f"history {k + 1} of {histories} (seed {history_seed}): {exc}") from exc
+            except RuntimeError as exc:
+                raise Failed(f"a child process could not take part: {exc}") from exc
+            calls += len(history)
+            verdict = check(history, max_steps=1_000_000, timeout=None)
+            if verdict.result != UNKNOWN:
+                break
+        if verdict.result != OK:
+            what = (
+                f"could not be decided in {UNDECIDED_TRIES} recordings (an undecided history is not a pass)"
+                if verdict.result == UNKNOWN else "is not linearizable"
+            )  # fmt: skip
+            raise HistoryRejected(
+                f"history {k + 1} of {histories}, of {history.threads} threads in {PROCESS_CHILDREN + 1} processes "
+                f"(seed {history_seed}, {len(history)} calls), {what}:\n{verdict.describe()}",
+                history.to_json(),
+            )
+    return calls, {"histories": histories, **({"undecided_recorded_again": again} if again else {})}
 
 
 NAMED_CHECKS: tuple[Check, ...] = (
@@ -150,20 +164,25 @@ NAMED_CHECKS: tuple[Check, ...] = (
           crashes.restart_durable),
     Check("restart-lossy", "a lossy restart is detected by every call of the old clients; no stale lease accepted, no "
           "lease identity reused", crashes.restart_lossy),
-    Check("processes-linearizable", f"a history of clients in {PROCESS_CHILDREN + 1} processes over a shared store is "
-          "linearizable", _processes),
+    Check("processes-linearizable", f"histories of clients in {PROCESS_CHILDREN + 1} processes over a shared store "
+          "are linearizable", _processes),
 )  # fmt: skip
 CHECKS = tuple(c.name for c in NAMED_CHECKS)
 _BY_NAME = {c.name: c for c in NAMED_CHECKS}
 
 
-def check_faults(backend: Backend | str, *, seed: int = 0, checks: Sequence[str] | None = None) -> ChecksReport:
+def check_faults(
+    backend: Backend | str, *, seed: int = 0, checks: Sequence[str] | None = None, histories: int = PROCESS_HISTORIES
+) -> ChecksReport:
     """Run ``checks`` (default: all of ``CHECKS``, in that order) on ``backend``,
-    which must declare ``faults``; stop at the first failure."""
+    which must declare ``faults``; stop at the first failure.  ``histories``:
+    how many multi-process histories ``processes-linearizable`` records."""
     if isinstance(backend, str):
         backend = load_backend(backend)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {seed!r}")
+    if isinstance(histories, bool) or not isinstance(histories, int) or histories < 1:
+        raise ValueError(f"histories must be an int >= 1, got {histories!r}; pass how many multi-process histories to record")
     if not backend.capabilities.faults or backend.faults is None:
         raise ValueError(
             f"{backend.target} does not declare faults (Capabilities(faults=True) and a factory attribute faults "
@@ -184,7 +203,7 @@ def check_faults(backend: Backend | str, *, seed: int = 0, checks: Sequence[str]
         failure = None
         extra: dict[str, Any] = {}
         try:
-            done = check.run(backend, seed)
+            done = check.run(backend, seed, histories) if check.run is _processes else check.run(backend, seed)
             steps, extra = done if isinstance(done, tuple) else (done, {})
             report.steps += steps
         except NotRun as exc:
@@ -217,10 +236,12 @@ class FaultsPhase(PhaseBase):
 
     def run(self, context: Context) -> PhaseResult:
         context.progress.start("faults", len(CHECKS))
-        report = check_faults(context.backend, seed=context.seed)
+        report = check_faults(context.backend, seed=context.seed, histories=context.profile.process_histories)
         context.progress.update(len(report.checks) + len(report.not_run), "checks", force=True)
         again = sum(c.get("undecided_recorded_again", 0) for c in report.checks.values())
         detail: dict[str, Any] = {"undecided_recorded_again": again} if again else {}
+        if "processes-linearizable" in report.checks:
+            detail["process_histories"] = report.checks["processes-linearizable"].get("histories", 0)
         counts = checks_counts(report, bounded=False, not_run=dict(report.not_run), **detail)
         result = checks_result(context, "faults", report, counts, _render)
         if result.failure is not None:
@@ -235,7 +256,8 @@ class FaultsPhase(PhaseBase):
             f"  {name:<13} {len(entry['checks'])} checks, {entry['steps']:,} calls, {entry['seconds']} s{again_text}{not_run}"
         ]
         for check, seconds in entry["check_seconds"].items():
-            lines.append(f"  {'':<13} {check:<30} {seconds} s")
+            histories = entry.get("process_histories") if check == "processes-linearizable" else None
+            lines.append(f"  {'':<13} {check:<30} {seconds} s" + (f" ({histories} histories)" if histories else ""))
         for check, why in entry.get("not_run", {}).items():
             lines.append(f"  {'':<13} {check:<30} not run: {why}")
         return lines
@@ -251,7 +273,8 @@ def _render(context: Context, report: ChecksReport) -> str:
         checks_doc(context, "faults", report, "does not survive faults as docs/API.md says.", notes),
         ["from refqueue.conformance.contract import load_backend", "from refqueue.conformance.faults import check_faults"],
         [
-            f"report = check_faults(BACKEND, seed={context.seed!r}, checks=({report.failed_check!r},))",
+            f"report = check_faults(BACKEND, seed={context.seed!r}, checks=({report.failed_check!r},)"
+            + (f", histories={context.profile.process_histories!r})" if report.failed_check == "processes-linearizable" else ")"),
             "assert report.ok, report.failure",
         ],
         target=context.target,

@@ -31,6 +31,7 @@ class Profile:
     wake_trials: int = 6  # trials of each blocking check that measures a wakeup at random offsets (timing model)
     shrink_seconds: float = 30.0  # time a failing threaded history may be shrunk for (0: not shrunk)
     shrink_reruns: int = 3  # recordings of a shrunk candidate before it counts as passing (threads vary)
+    process_histories: int = 5  # multi-process histories of the faults phase (the same in the short pass)
 
     def short(self) -> Profile:
         """The profile of ``--fail-fast``'s short pass: a few walks (two per
@@ -48,5 +49,6 @@ PROFILES: dict[str, Profile] = {
     "deep": Profile(
         "deep", examples=2000, steps_per_example=200, walks=20000, walk_length=60, hypothesis_profile="deep",
         histories=200, history_ops=1000, history_steps=1_000_000, producer_samples=20, wake_trials=20,
+        process_histories=20,
     ),
 }
