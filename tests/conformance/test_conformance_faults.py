@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from refqueue.conformance import fault_crashes
+from refqueue.conformance import fault_crashes, linearizability
 from refqueue.conformance.certify import certify
 from refqueue.conformance.faults import CHECKS, check_faults
 from refqueue.conformance.history import History
@@ -85,8 +85,11 @@ def test_each_history_of_the_check_has_its_own_seed_and_counts_in_the_certificat
     assert line and line[0].endswith(" s (5 histories)"), line
     report = check_faults(FAKE, seed=2, checks=("processes-linearizable",), histories=2)
     assert report.ok and report.checks["processes-linearizable"]["histories"] == 2
-    with pytest.raises(ValueError, match="histories must be an int >= 1, got 0"):
+    with pytest.raises(ValueError, match="histories must be >= 1, got 0"):
         check_faults(FAKE, histories=0)
+    for wrong in ("5", 2.0, True, None):
+        with pytest.raises(TypeError, match=f"histories must be an int, got {re.escape(repr(wrong))}"):
+            check_faults(FAKE, histories=wrong)
 
 
 def test_a_backend_without_faults_gets_the_phase_listed_as_not_run():
@@ -114,31 +117,10 @@ def test_a_faults_failure_replays_as_a_test_and_the_certificate_names_the_check(
     assert json.loads(json.dumps(cert.to_dict()))["failure"]["check"] == "lost-reply-ack"
 
 
-def _undecided_first(monkeypatch, times):
-    """The linearizability checker answers ``unknown`` for its first ``times`` calls (as for a
-    history whose search outgrows the budget), then decides as it would."""
-    import dataclasses
-
-    import refqueue.conformance.linearizability as lin
-
-    real = lin.check
-    calls = []
-
-    def check_(history, **budget):
-        calls.append(history)
-        verdict = real(history, **budget)
-        if len(calls) <= times:
-            return dataclasses.replace(verdict, result="unknown", reason="the step budget ran out (planted)")
-        return verdict
-
-    monkeypatch.setattr(lin, "check", check_)
-    return calls
-
-
-def test_an_undecided_multi_process_history_is_recorded_again_and_the_decided_one_counts(monkeypatch):
+def test_an_undecided_multi_process_history_is_recorded_again_and_the_decided_one_counts(undecided_first):
     from refqueue.conformance.faults import FaultsPhase
 
-    calls = _undecided_first(monkeypatch, 2)
+    calls = undecided_first(linearizability, 2)
     cert = certify(FAKE, phases=("faults",))
     assert cert.passed, cert.failure
     assert len(calls) == 3 + 4 and calls[0] is not calls[2]  # history 1's seed recorded three times, then 4 more
@@ -149,8 +131,8 @@ def test_an_undecided_multi_process_history_is_recorded_again_and_the_decided_on
     assert " s (2 undecided multi-process histories recorded again)" in line, line
 
 
-def test_a_multi_process_history_undecided_in_every_recording_fails_the_check(monkeypatch):
-    calls = _undecided_first(monkeypatch, 3)
+def test_a_multi_process_history_undecided_in_every_recording_fails_the_check(undecided_first):
+    calls = undecided_first(linearizability, 3)
     report = check_faults(FAKE, checks=("processes-linearizable",))
     assert len(calls) == 3
     assert report.failed_check == "processes-linearizable"
@@ -159,8 +141,8 @@ def test_a_multi_process_history_undecided_in_every_recording_fails_the_check(mo
     assert History.from_json(report.history).threads == 4
 
 
-def test_a_decided_multi_process_history_is_not_recorded_again(monkeypatch):
-    calls = _undecided_first(monkeypatch, 0)
+def test_a_decided_multi_process_history_is_not_recorded_again(undecided_first):
+    calls = undecided_first(linearizability, 0)
     report = check_faults(FAKE, checks=("processes-linearizable",))
     assert report.ok, report.failure
     assert len(calls) == 5 and "undecided_recorded_again" not in report.checks["processes-linearizable"]

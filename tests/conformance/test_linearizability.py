@@ -6,12 +6,13 @@ on small random histories.  Nothing here runs a backend."""
 import dataclasses
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
 
 from refqueue.conformance.history import History
-from refqueue.conformance.linearizability import ILLEGAL, OK, UNKNOWN, check
+from refqueue.conformance.linearizability import ILLEGAL, OK, UNKNOWN, check, until_decided
 from refqueue.model import actions as A
 from refqueue.model.state import initial_state, make_config
 
@@ -612,3 +613,59 @@ def test_the_search_agrees_with_brute_force_on_small_histories_of_blocking_puts_
         callbacks += any(e.call == "callback" for e in h.events)
     assert min(verdicts.values()) >= 60, verdicts  # both answers well represented
     assert callbacks >= 100, callbacks  # and callbacks in many of them
+
+
+# -- recording again until decided -------------------------------------------------------------
+
+
+def _judged(answers):
+    """A judge answering ``answers`` in turn (each a verdict of a kept history, result replaced)."""
+    real = check(load(sorted(p.stem for p in HISTORIES.glob("*.json"))[0]))
+    given = []
+
+    def judge(history):
+        given.append(history)
+        return dataclasses.replace(real, result=answers[len(given) - 1])
+
+    return judge, given
+
+
+@pytest.mark.parametrize(
+    ("answers", "recordings", "result"),
+    [
+        ((OK,), 1, OK),
+        ((ILLEGAL,), 1, ILLEGAL),
+        ((UNKNOWN, OK), 2, OK),
+        ((UNKNOWN, UNKNOWN, ILLEGAL), 3, ILLEGAL),
+        ((UNKNOWN, UNKNOWN, UNKNOWN), 3, UNKNOWN),
+    ],
+)
+def test_until_decided_records_again_only_while_undecided(answers, recordings, result):
+    judge, given = _judged(answers)
+    made = []
+
+    def record():
+        made.append(object())
+        return made[-1]
+
+    decided = until_decided(record, judge)
+    assert decided.verdict.result == result
+    assert decided.again == recordings - 1 == len(made) - 1
+    assert given == made and decided.history is made[-1]  # every recording judged, the last one answered
+
+
+def test_until_decided_lets_a_recording_that_fails_through_and_checks_its_tries():
+    judge, _ = _judged((UNKNOWN,) * 3)
+
+    def hangs():
+        raise RuntimeError("a child hung")
+
+    with pytest.raises(RuntimeError, match="a child hung"):
+        until_decided(hangs, judge)
+    for wrong in (0, -1):
+        with pytest.raises(ValueError, match=f"tries must be >= 1, got {wrong!r}"):
+            until_decided(hangs, judge, tries=wrong)
+    for wrong in (1.5, True, "3"):
+        with pytest.raises(TypeError, match=f"tries must be an int, got {re.escape(repr(wrong))}"):
+            until_decided(hangs, judge, tries=wrong)
+    assert until_decided(lambda: "h", judge, tries=1).again == 0

@@ -15,6 +15,7 @@ from refqueue.cli import main
 from refqueue.conformance.certify import PROFILES, Profile, certify
 from refqueue.conformance.contract import backend_of
 from refqueue.conformance.history import CALLS, History, RecordingHung, plan_programs, record
+from refqueue.conformance import threads as threads_phase
 from refqueue.conformance.linearizability import ILLEGAL, check
 
 pytestmark = pytest.mark.torch
@@ -228,26 +229,8 @@ def test_the_history_modules_import_without_torch_or_hypothesis():
     assert run.stdout == "ok\n", run.stderr
 
 
-def _undecided_first(monkeypatch, times):
-    """The threads phase's checker answers ``unknown`` for its first ``times`` calls (as for a
-    history whose search outgrows the budget), then decides as it would."""
-    import refqueue.conformance.threads as threads_phase
-
-    calls = []
-
-    def check_(history, **budget):
-        calls.append(history)
-        verdict = check(history, **budget)
-        if len(calls) <= times:
-            return dataclasses.replace(verdict, result="unknown", reason="the step budget ran out (planted)")
-        return verdict
-
-    monkeypatch.setattr(threads_phase, "check", check_)
-    return calls
-
-
-def test_an_undecided_history_is_recorded_again_and_the_decided_one_counts(monkeypatch):
-    calls = _undecided_first(monkeypatch, 2)
+def test_an_undecided_history_is_recorded_again_and_the_decided_one_counts(undecided_first):
+    calls = undecided_first(threads_phase, 2)
     cert = certify(INPROCESS, profile="ci", phases=("threads",))
     assert cert.passed, cert.failure
     phase = cert.phases["threads"]
@@ -260,8 +243,8 @@ def test_an_undecided_history_is_recorded_again_and_the_decided_one_counts(monke
     assert line.endswith(" s; linearizable: 20 ok, 0 illegal, 0 unknown (2 undecided recorded again)"), line
 
 
-def test_a_seed_undecided_in_every_recording_fails_the_phase(monkeypatch):
-    calls = _undecided_first(monkeypatch, 3)
+def test_a_seed_undecided_in_every_recording_fails_the_phase(undecided_first):
+    calls = undecided_first(threads_phase, 3)
     cert = certify(INPROCESS, profile="ci", phases=("threads",))
     assert not cert.passed and cert.failure["phase"] == "threads"
     assert len(calls) == 3

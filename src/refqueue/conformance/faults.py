@@ -59,6 +59,7 @@ Imports: ``fault_replies`` and ``fault_crashes`` (the checks), ``fault_run``
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -95,33 +96,32 @@ def _processes(backend: Backend, seed: int, histories: int = PROCESS_HISTORIES) 
     """``histories`` multi-process histories (seeds ``seed * 1000 + k``), each
     linearizable; the calls made and the check's numbers for the certificate."""
     from refqueue.conformance.history import RecordingHung
-    from refqueue.conformance.linearizability import OK, UNDECIDED_TRIES, UNKNOWN, check
+    from refqueue.conformance import linearizability
+    from refqueue.conformance.history import History, RecordingHung
+    from refqueue.conformance.linearizability import OK, UNDECIDED_TRIES, UNKNOWN, until_decided
     from refqueue.conformance.processes import record_processes
 
     if backend.make_store is not None:
         raise NotRun("the backend brings its own store (make_store); the processes share a SharedDirFeatureStore")
     calls = again = 0
+
+    def judge(history: History) -> linearizability.Verdict:
+        nonlocal calls
+        calls += len(history)  # every recording's calls count, the undecided ones' too
+        return linearizability.check(history, max_steps=1_000_000, timeout=None)
+
     for k in range(histories):
         history_seed = seed * 1000 + k
-        for attempt in range(UNDECIDED_TRIES):
-            # An undecided history says nothing either way (how the processes were
-            # scheduled, not the backend, decides how many calls overlap): the seed
-            # is recorded again and the first decided recording counts; an illegal
-            # one fails at once.
-            if attempt:
-                again += 1
-            try:
-                history = record_processes(
-                    backend, seed=history_seed, children=PROCESS_CHILDREN, operations=PROCESS_OPERATIONS
-                )
-            except RecordingHung as exc:
-                raise Failed(f"history {k + 1} of {histories} (seed {history_seed}): {exc}") from exc
-            except RuntimeError as exc:
-                raise Failed(f"a child process could not take part: {exc}") from exc
-            calls += len(history)
-            verdict = check(history, max_steps=1_000_000, timeout=None)
-            if verdict.result != UNKNOWN:
-                break
+        record = functools.partial(
+            record_processes, backend, seed=history_seed, children=PROCESS_CHILDREN, operations=PROCESS_OPERATIONS
+        )
+        try:
+            history, verdict, tried_again = until_decided(record, judge)
+        except RecordingHung as exc:
+            raise Failed(f"history {k + 1} of {histories} (seed {history_seed}): {exc}") from exc
+        except RuntimeError as exc:
+            raise Failed(f"a child process could not take part: {exc}") from exc
+        again += tried_again
         if verdict.result != OK:
             what = (
                 f"could not be decided in {UNDECIDED_TRIES} recordings (an undecided history is not a pass)"
@@ -165,7 +165,7 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check("restart-lossy", "a lossy restart is detected by every call of the old clients; no stale lease accepted, no "
           "lease identity reused", crashes.restart_lossy),
     Check("processes-linearizable", f"histories of clients in {PROCESS_CHILDREN + 1} processes over a shared store "
-          "are linearizable", _processes),
+          "are linearizable", _processes, takes=("histories",)),
 )  # fmt: skip
 CHECKS = tuple(c.name for c in NAMED_CHECKS)
 _BY_NAME = {c.name: c for c in NAMED_CHECKS}
@@ -181,14 +181,17 @@ def check_faults(
         backend = load_backend(backend)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {seed!r}")
-    if isinstance(histories, bool) or not isinstance(histories, int) or histories < 1:
-        raise ValueError(f"histories must be an int >= 1, got {histories!r}; pass how many multi-process histories to record")
+    if isinstance(histories, bool) or not isinstance(histories, int):
+        raise TypeError(f"histories must be an int, got {histories!r}; pass how many multi-process histories to record")
+    if histories < 1:
+        raise ValueError(f"histories must be >= 1, got {histories!r}; pass how many multi-process histories to record")
     if not backend.capabilities.faults or backend.faults is None:
         raise ValueError(
             f"{backend.target} does not declare faults (Capabilities(faults=True) and a factory attribute faults "
             f"holding its FaultHooks); the faults phase has nothing to run"
         )
     chosen = select_checks(CHECKS, checks)
+    options = {"histories": histories}
     report = ChecksReport()
     caps = backend.capabilities.to_dict()
     started = time.perf_counter()
@@ -203,7 +206,7 @@ def check_faults(
         failure = None
         extra: dict[str, Any] = {}
         try:
-            done = check.run(backend, seed, histories) if check.run is _processes else check.run(backend, seed)
+            done = check.run(backend, seed, **{option: options[option] for option in check.takes})
             steps, extra = done if isinstance(done, tuple) else (done, {})
             report.steps += steps
         except NotRun as exc:

@@ -71,13 +71,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from refqueue.conformance.history import Event, History, answer_text, lease_text
 from refqueue.model import actions as A
 from refqueue.model.state import Config, ModelLease, State, initial_state, make_config
 
-__all__ = ["ILLEGAL", "OK", "UNKNOWN", "UNDECIDED_TRIES", "Verdict", "check"]
+__all__ = ["ILLEGAL", "OK", "UNKNOWN", "UNDECIDED_TRIES", "Decided", "Verdict", "check", "until_decided"]
 
 OK = "ok"
 ILLEGAL = "illegal"
@@ -782,3 +783,35 @@ def check(history: History, *, max_steps: int | None = 1_000_000, timeout: float
                 break
             # a call placed at once led nowhere: so does the node it was placed at
     return Verdict(OK, history, prefix(), steps, time.perf_counter() - started)
+
+
+class Decided(NamedTuple):
+    """What ``until_decided`` answers: the last recording, its verdict (``unknown``
+    only when every try was undecided) and how many recordings were made again."""
+
+    history: History
+    verdict: Verdict
+    again: int
+
+
+def until_decided(
+    record: Callable[[], History], judge: Callable[[History], Verdict], tries: int = UNDECIDED_TRIES
+) -> Decided:
+    """Record a history and judge it, up to ``tries`` times while the verdict is
+    ``unknown``; the first decided verdict (``ok`` or ``illegal``) counts.
+
+    Undecided says nothing either way (how the scheduler overlapped the calls,
+    not the backend, decides how hard a history is), so the same seed is
+    recorded again in its place.  Whatever ``record`` raises (a hang, say)
+    propagates; the callers time and count inside ``record`` and ``judge``.
+    """
+    if isinstance(tries, bool) or not isinstance(tries, int):
+        raise TypeError(f"tries must be an int, got {tries!r}; pass how many recordings to make at most")
+    if tries < 1:
+        raise ValueError(f"tries must be >= 1, got {tries!r}; pass how many recordings to make at most")
+    for attempt in range(tries):
+        history = record()
+        verdict = judge(history)
+        if verdict.result != UNKNOWN:
+            break
+    return Decided(history, verdict, attempt)

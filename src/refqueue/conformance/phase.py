@@ -243,12 +243,15 @@ def harness_failure(context: Context, phase: str, failure: Any, in_phase: int | 
 @dataclass(frozen=True)
 class Check:
     """One named check of a phase made of checks: what it checks (a sentence for
-    the certificate), the function that runs it, the capabilities it needs."""
+    the certificate), the function that runs it, the capabilities it needs, and
+    the phase's options it takes: ``run(backend, seed, **{o: options[o] for o in
+    takes})``, where the phase's caller set ``options``."""
 
     name: str
     what: str
     run: Callable[..., Any]
     needs: tuple[str, ...] = ()
+    takes: tuple[str, ...] = ()
 
 
 @dataclass

@@ -29,13 +29,14 @@ Imports: ``history``, ``linearizability``, ``shrink``, ``render``.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from refqueue.conformance.contract import Backend
-from refqueue.conformance.history import RecordingHung, plan_programs, record, rich_history
-from refqueue.conformance.linearizability import ILLEGAL, OK, UNDECIDED_TRIES, UNKNOWN, check
+from refqueue.conformance.history import History, RecordingHung, plan_programs, record, rich_history
+from refqueue.conformance.linearizability import ILLEGAL, OK, UNDECIDED_TRIES, Verdict, check, until_decided
 from refqueue.conformance.phase import Context, PhaseBase, PhaseResult, timed, unfit
 from refqueue.conformance.progress import Progress
 from refqueue.conformance.render import replay_module
@@ -90,30 +91,31 @@ def _run(context: Context) -> PhaseResult:
     most_steps = 0
     undecided = 0  # recordings the checker could not decide, each recorded again
     failed = None
-    for k, history_seed in enumerate(seeds):
-        for attempt in range(UNDECIDED_TRIES):
-            # Undecided says nothing either way (a thread preempted in a call, say,
-            # overlaps it with hundreds of others): the seed is recorded again, and
-            # the recording decided in its place counts; illegal fails as always.
-            if attempt:
-                undecided += 1
-            started = time.perf_counter()
-            try:
-                history = record(backend, seed=history_seed, **shape)
-            except RecordingHung as exc:
-                recording += time.perf_counter() - started
-                failed = (k, history_seed, None, f"history {k + 1} (seed {history_seed}): {exc}", str(exc))
-                break
+
+    def record_one(history_seed: int) -> History:
+        nonlocal recording
+        started = time.perf_counter()
+        try:
+            return record(backend, seed=history_seed, **shape)
+        finally:
             recording += time.perf_counter() - started
-            started = time.perf_counter()
-            verdict = check(history, max_steps=profile.history_steps, timeout=None)
-            checking += time.perf_counter() - started
-            operations += len(history)
-            most_steps = max(most_steps, verdict.steps)
-            if verdict.result != UNKNOWN:
-                break
-        if failed is not None:
+
+    def judge(history: History) -> Verdict:
+        nonlocal checking, operations, most_steps
+        started = time.perf_counter()
+        verdict = check(history, max_steps=profile.history_steps, timeout=None)
+        checking += time.perf_counter() - started
+        operations += len(history)
+        most_steps = max(most_steps, verdict.steps)
+        return verdict
+
+    for k, history_seed in enumerate(seeds):
+        try:
+            history, verdict, again = until_decided(functools.partial(record_one, history_seed), judge)
+        except RecordingHung as exc:
+            failed = (k, history_seed, None, f"history {k + 1} (seed {history_seed}): {exc}", str(exc))
             break
+        undecided += again
         verdicts[verdict.result] += 1
         bar.update(k + 1, f"histories · {operations:,} operations")
         if verdict.result != OK:
