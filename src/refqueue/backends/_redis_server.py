@@ -12,6 +12,14 @@ default, or ``"everysec"``), for tests that kill and restart the server; otherwi
 down (``SHUTDOWN SAVE`` to ``directory``, loaded again at start).
 ``restart(durable=False)`` kills it and starts it empty: a server that
 lost its state.
+
+A server outlives nothing that started it: beside each ``redis-server`` runs a
+guard, a small Python process reading a pipe this process holds.  ``stop`` and
+``kill`` tell the guard to leave; when this process dies without a word (a
+SIGKILL, the OOM killer, a CI timeout), the pipe's end closes, the guard reads
+end-of-file, kills the server and removes the folder the server made for itself.
+(A parent-death signal would not do: Linux sends it when the *thread* that
+started the server ends, and the kit's factories start servers from threads.)
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 __all__ = ["RedisServer", "RedisServerError", "redis_server_binary"]
@@ -36,6 +45,51 @@ class RedisServerError(RuntimeError):
 def redis_server_binary() -> str | None:
     """The path of ``redis-server``, or None when it is not installed."""
     return shutil.which("redis-server")
+
+
+# The guard: blocks reading stdin; "leave" then end-of-file is this process
+# letting it go; end-of-file alone is this process gone, and the server with it.
+_GUARD = """
+import os, shutil, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the parent's to handle
+pid, directory = int(sys.argv[1]), sys.argv[2]
+if sys.stdin.buffer.read() != b"leave":
+    try:
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            os.kill(pid, 0)  # ProcessLookupError once it is reaped
+            time.sleep(0.01)
+    except ProcessLookupError:
+        pass
+    if directory:
+        shutil.rmtree(directory, ignore_errors=True)
+"""
+
+
+class _Guard:
+    """The guard of one ``redis-server`` process (see the module docstring)."""
+
+    def __init__(self, pid: int, directory: str | None) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _GUARD, str(pid), directory or ""],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+
+    def leave(self) -> None:
+        """Let the guard go without touching the server."""
+        stdin = self.process.stdin
+        try:
+            if stdin is not None:
+                stdin.write(b"leave")
+                stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # it is gone already
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 def _free_port() -> int:
@@ -65,6 +119,7 @@ class RedisServer:
         self.directory = directory
         self.port = port
         self.process: subprocess.Popen[bytes] | None = None
+        self._guard: _Guard | None = None
 
     @property
     def url(self) -> str:
@@ -106,6 +161,7 @@ class RedisServer:
                 client.close()
             self.process.wait(30)
             self.process = None
+            self._let_guard_go()
         else:
             self.kill()
             if not durable:
@@ -127,12 +183,14 @@ class RedisServer:
             process = subprocess.Popen(
                 self._command(port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
+            guard = _Guard(process.pid, str(self.directory) if self._own_directory else None)
             ok, last = _wait_ready(process, timeout)
             if ok:
-                self.port, self.process = port, process
+                self.port, self.process, self._guard = port, process, guard
                 return self
             process.kill()
             process.wait()
+            guard.leave()
         raise RedisServerError(f"redis-server did not start on 127.0.0.1: {last[-2000:]}")
 
     def kill(self) -> None:
@@ -141,6 +199,12 @@ class RedisServer:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait()  # the log reader ends at the pipe's EOF
             self.process = None
+            self._let_guard_go()
+
+    def _let_guard_go(self) -> None:
+        guard, self._guard = self._guard, None
+        if guard is not None:
+            guard.leave()
 
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL if it does not exit in 10 s)."""
@@ -152,6 +216,7 @@ class RedisServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        self._let_guard_go()
         if self._own_directory:
             shutil.rmtree(str(self.directory), ignore_errors=True)
 
