@@ -9,6 +9,7 @@ import pytest
 
 from refqueue.cli import main
 from refqueue.conformance.certify import PROFILES, Profile, certify
+from refqueue.conformance.cli import DEFAULT_BACKEND
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = Profile("ci", examples=5, steps_per_example=10, walks=5, walk_length=5, hypothesis_profile="default")
@@ -116,7 +117,23 @@ def test_certify_refuses_a_bad_steps_count(capsys):
     assert "argument --steps: 0 is below 1; pass a whole number >= 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("seed", "why"), [("-1", "'-1' is below 0; pass a whole number >= 0, e.g. 0"),
+                                         ("x", "'x' is not an integer seed; pass a whole number >= 0, e.g. 0")])
+def test_certify_refuses_a_bad_seed_before_any_phase_runs(capsys, tmp_path, seed, why):
+    # (a negative seed once ran four phases, then failed in the walks as a bug of the kit)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["certify", "--seed", seed, "--report", str(tmp_path / "r")])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert f"argument --seed: {why}" in captured.err and "Traceback" not in captured.err
+    assert captured.out == "" and not (tmp_path / "r").exists()
+
+
 def test_certify_validates_its_arguments():
+    with pytest.raises(ValueError, match=r"^seed must be >= 0 \(the walks, histories and examples derive their seeds from it\), got -1$"):
+        certify("conformance.mutants._base:make", seed=-1)
+    with pytest.raises(TypeError, match=r"^seed must be an int, got 1.0$"):
+        certify("conformance.mutants._base:make", seed=1.0)
     with pytest.raises(ValueError, match=r"^unknown profile 'fast'; use one of \['ci', 'deep'\]$"):
         certify("conformance.mutants._base:make", profile="fast")
     with pytest.raises(ValueError, match=r"^steps must be an int >= 1 \(rules per lockstep example\), got 0$"):
@@ -168,3 +185,25 @@ def test_the_kit_imports_without_torch_or_hypothesis():
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.stdout == "ok\n", run.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "why"),
+    [
+        ("--refqueue-seed=-3", "argument --refqueue-seed: '-3' is below 0; pass a whole number >= 0, e.g. 0"),
+        ("--refqueue-seed=x", "argument --refqueue-seed: 'x' is not an integer seed"),
+        ("--refqueue-producer-bound=0", "argument --refqueue-producer-bound: 0.0 is not in (0, 3600)"),
+        ("--refqueue-wake-bound=abc", "argument --refqueue-wake-bound: 'abc' is not a number of seconds"),
+    ],
+)
+def test_pytest_plugin_refuses_a_bad_option_as_one_usage_error(tmp_path, option, why):
+    # (checked as the command line checks it: not one error per check, after the run began)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         f"--refqueue-backend={DEFAULT_BACKEND}", option, str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert why in run.stderr and "Traceback" not in run.stderr + run.stdout

@@ -87,6 +87,8 @@ def test_each_history_of_the_check_has_its_own_seed_and_counts_in_the_certificat
     assert report.ok and report.checks["processes-linearizable"]["histories"] == 2
     with pytest.raises(ValueError, match="histories must be >= 1, got 0"):
         check_faults(FAKE, histories=0)
+    with pytest.raises(ValueError, match=r"seed must be >= 0 \(the histories' seeds are seed \* 1000 \+ k\), got -1"):
+        check_faults(FAKE, seed=-1)
     for wrong in ("5", 2.0, True, None):
         with pytest.raises(TypeError, match=f"histories must be an int, got {re.escape(repr(wrong))}"):
             check_faults(FAKE, histories=wrong)

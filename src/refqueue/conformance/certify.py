@@ -100,6 +100,8 @@ def certify(
         raise ValueError(f"steps must be an int >= 1 (rules per lockstep example), got {steps!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0 (the walks, histories and examples derive their seeds from it), got {seed!r}")
     if producer_bound is not None:
         if isinstance(producer_bound, bool) or not isinstance(producer_bound, (int, float)) or not 0 < producer_bound < 3600:
             raise ValueError(f"producer_bound must be a number of seconds in (0, 3600), got {producer_bound!r}")

@@ -88,9 +88,12 @@ def _timeout(text: str) -> float:
 
 def _seed(text: str) -> int:
     try:
-        return int(text)
+        seed = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed; pass e.g. --seed 0") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed; pass a whole number >= 0, e.g. 0") from None
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is below 0; pass a whole number >= 0, e.g. 0")
+    return seed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -181,6 +181,8 @@ def check_faults(
         backend = load_backend(backend)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0 (the histories' seeds are seed * 1000 + k), got {seed!r}")
     if isinstance(histories, bool) or not isinstance(histories, int):
         raise TypeError(f"histories must be an int, got {histories!r}; pass how many multi-process histories to record")
     if histories < 1:

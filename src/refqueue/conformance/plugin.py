@@ -26,11 +26,26 @@ nothing and imports nothing heavy.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 __all__ = ["ConformanceItem", "NotCheckedItem"]
+
+def _checked(kind: str) -> Callable[[str], Any]:
+    """The ``refqueue certify`` command line's check of an option of ``kind``
+    ("seed", "seconds"), imported when the option is given: a bad value is one
+    usage error naming it, not an error in every check."""
+
+    def check(text: str) -> Any:
+        from refqueue.conformance import cli
+
+        return getattr(cli, f"_{kind}")(text)
+
+    check.__name__ = kind  # (argparse names the type in its "invalid value" message)
+    return check
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("refqueue", "refqueue conformance kit")
@@ -41,20 +56,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="certify this queue backend (a factory make(store, clock, **config)) against the reference model",
     )
     group.addoption("--refqueue-profile", choices=("ci", "deep"), default="ci", help="how much to run (default: ci)")
-    group.addoption("--refqueue-seed", type=int, default=0, help="seed of the walks and of Hypothesis (default: 0)")
+    group.addoption("--refqueue-seed", type=_checked("seed"), default=0, help="seed of the walks and of Hypothesis (default: 0)")
     group.addoption(
         "--refqueue-exhaustive", action="store_true", help="take every transition of the world graph instead of walks"
     )
     group.addoption(
         "--refqueue-producer-bound",
-        type=float,
+        type=_checked("seconds"),
         default=None,
         metavar="SECONDS",
         help="how long a blocked producer may wait in the producers phase (default: the profile's, 1 s)",
     )
     group.addoption(
         "--refqueue-wake-bound",
-        type=float,
+        type=_checked("seconds"),
         default=None,
         metavar="SECONDS",
         help="how soon a woken call must return in the blocking phase (default: the profile's, 0.05 s)",
