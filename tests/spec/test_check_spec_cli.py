@@ -33,6 +33,25 @@ def test_unknown_config_exits_2(spec_dir, capsys):
     )
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--mutants", "--config", "MCRePut"], "--config applies to the configs, not to the mutants; with --mutants "
+         "name the mutants to run after it (names from spec/mutants.json), or drop --mutants"),
+        (["--agreement", "--deep", "--mutants", "m"], "--agreement, --deep applies to the configs, not to the mutants"),
+        (["--mutants-without-graphs"], "--mutants-without-graphs applies only with --mutants; add --mutants or drop it"),
+        (["--no-simulate", "--simulate-seconds", "5"], "--no-simulate contradicts --simulate-seconds and --deep; "
+         "give one of them"),
+    ],
+)
+def test_options_that_would_be_ignored_together_exit_2_before_tlc_runs(spec_dir, capsys, monkeypatch, argv, message):
+    # (--mutants --config X ran every mutant, the config silently ignored)
+    monkeypatch.setattr(tlc, "run_tlc", lambda *a, **k: pytest.fail("TLC ran"))
+    assert main(["check-spec", "--spec-dir", str(spec_dir), *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"refqueue check-spec: {message}") and captured.out == ""
+
+
 def test_the_simulation_config_is_not_a_manifest_config(spec_dir, capsys):
     # MCSimulate runs after the configs (--simulate-seconds), never as one
     assert main(["check-spec", "--spec-dir", str(spec_dir), "--config", "MCSimulate"]) == 2

@@ -228,7 +228,34 @@ def _select(entries: list[ConfigEntry], names: list[str] | None, agreement_only:
     return entries
 
 
+def _conflict(args: argparse.Namespace) -> str | None:
+    """Why the options given do not go together (one would be silently ignored), or None."""
+    given = [
+        option for option, on in (
+            ("--config", getattr(args, "config", None) is not None),
+            ("--agreement", getattr(args, "agreement", False)),
+            ("--simulate-seconds", getattr(args, "simulate_seconds", None) is not None),
+            ("--deep", getattr(args, "deep", False)),
+            ("--no-simulate", getattr(args, "no_simulate", False)),
+        ) if on
+    ]  # fmt: skip
+    if getattr(args, "mutants", None) is not None:
+        if given:
+            return (f"{', '.join(given)} applies to the configs, not to the mutants; with --mutants name the "
+                    f"mutants to run after it (names from spec/mutants.json), or drop --mutants")
+        return None
+    if getattr(args, "mutants_without_graphs", False):
+        return "--mutants-without-graphs applies only with --mutants; add --mutants or drop it"
+    if getattr(args, "no_simulate", False) and ("--simulate-seconds" in given or "--deep" in given):
+        return "--no-simulate contradicts --simulate-seconds and --deep; give one of them"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    conflict = _conflict(args)
+    if conflict is not None:
+        print(f"refqueue check-spec: {conflict}", file=sys.stderr)
+        return 2
     if getattr(args, "mutants", None) is not None:
         from refqueue.spec_check.mutants import run_mutants
 
