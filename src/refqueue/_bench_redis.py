@@ -92,6 +92,9 @@ def _raw_one_client(url: str, ops: int) -> float:
 
 def _consumer(url: str, name: str, start: Any, conn: Any) -> None:
     """One of the 8 consumer processes: lease and ack until nothing is pending."""
+    from refqueue._parent import exit_with_parent
+
+    exit_with_parent()
     q = _queue(url, name)
     conn.send_bytes(b"ready")
     start.wait(600)

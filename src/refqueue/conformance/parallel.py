@@ -294,7 +294,11 @@ def _send(conn: Any, message: dict[str, Any]) -> None:
 
 def _serve(conn: Any) -> None:
     """A worker's loop: one JSON task at a time, answered with one JSON result
-    (and progress messages while it runs); ``{"kind": "stop"}`` ends it."""
+    (and progress messages while it runs); ``{"kind": "stop"}`` ends it, and
+    so does the certifying process's death, even in the middle of a task."""
+    from refqueue._parent import exit_with_parent
+
+    exit_with_parent()
     while True:
         try:
             task = json.loads(conn.recv_bytes())

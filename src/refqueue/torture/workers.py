@@ -212,6 +212,9 @@ class _Unavailable(Exception):
 
 
 def _run(main: Callable[[_Worker], None], spec_json: str, name: str, conn: Any) -> None:
+    from refqueue._parent import exit_with_parent
+
+    exit_with_parent()  # a run killed outright takes its processes with it
     status = 0
     try:
         main(_Worker(spec_json, name, conn))
