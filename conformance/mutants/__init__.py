@@ -49,6 +49,7 @@ CAUGHT_BY = {
     'dedup_short': 'walks',
     'drain_keeps_list': 'calls',
     'drain_no_wake': 'blocking',
+    'drain_torn': 'calls',
     'duplicate_put': 'threads',
     'early_terminal_none': 'walks',
     'epoch_empty_accepted': 'calls',

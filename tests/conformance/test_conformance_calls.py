@@ -42,6 +42,7 @@ def test_correct_backends_pass_every_call(target, not_run):
         ("callback_health_at_delivery", "callback-own-health", "on_pause received (resident_bytes=36, capacity_bytes=None, sample_count=2, high_watermark_hit=False, low_watermark_hit=False) but the step of put_blocks_until_below('p1', abort_when=lambda: True) read (resident_bytes=90,"),
         ("deadline_settle_before_count", "deadline-heap-interleaved", "q.reclaim_expired(): returned 0; the model says 1"),
         ("drain_keeps_list", "dead-letters-drained-copied", "the list drain_dead_letters() returned lists ['d'] after the queue dead-lettered 'd': it is the queue's own list"),
+        ("drain_torn", "drain-concurrent", "dead letter(s) never drained"),
         ("orphan_limit", "orphans-collected", "store.scrub of the orphan 'o3' (the 4th collected, 18 bytes) returned True, but health() went from 360 bytes in 11 samples to 360 in 11"),
     ],
 )
@@ -58,6 +59,7 @@ def test_a_check_the_capabilities_rule_out_is_listed_as_not_run():
         "json-round-trip": "lease_json=False declared",
         "callback-own-health": "abort_when=False declared",
         "dead-letters-drained-copied": "dead_letter=False declared",
+        "drain-concurrent": "dead_letter=False declared",
         "dedup-across-clients": "dedup_window=False declared",
     }
 
@@ -91,3 +93,14 @@ def test_the_failing_store_refuses_scrub_only_on_demand():
 def test_check_names_are_validated():
     with pytest.raises(ValueError, match="checks must be a non-empty subset"):
         check_calls(load_backend("conformance.mutants._base:make"), checks=("nope",))
+
+
+def test_drain_concurrent_is_not_run_on_a_backend_without_drain_dead_letters(monkeypatch):
+    # docs/API.md lists drain_dead_letters(), but a backend that has only dead_letters() has nothing to tear
+    from conformance.mutants._base import BaseQueue
+
+    monkeypatch.delattr(BaseQueue, "drain_dead_letters")
+    report = check_calls("conformance.mutants._base:make", checks=("drain-concurrent",))
+    assert report.ok and report.not_run == {
+        "drain-concurrent": "the backend has no drain_dead_letters() (docs/API.md lists it)"
+    }

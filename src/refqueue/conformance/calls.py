@@ -61,10 +61,11 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     extended by other amounts and some failed and taken again, reclaimed in
     small steps of time: every reclaim count and observable agrees with the
     model (a deadline heap that loses entries past a thousand shows here).
-``callback-own-health``, ``deadline-heap-interleaved``, ``dead-letters-drained-copied``, ``orphans-collected``
+``callback-own-health``, ``deadline-heap-interleaved``, ``dead-letters-drained-copied``, ``drain-concurrent``, ``orphans-collected``
     ``refqueue.conformance.calls_state`` (what a callback receives, lists a
-    call returned, the deadline index under a long interleaving, orphans
-    collected through the store), which says what each checks.
+    call returned, the deadline index under a long interleaving, dead
+    letters drained while others are made, orphans collected through the
+    store), which says what each checks.
 
 A check whose capability the backend declares absent is listed as not run,
 with the reason; it never passes.  An exception of the backend that escapes
@@ -88,7 +89,7 @@ from typing import Any
 from refqueue.conformance.contract import Backend, load_backend, rejection_kind
 from refqueue.conformance.crash import blame
 from refqueue.conformance.calls_state import (
-    callback_own_health, dead_letters_drained_copied, deadline_heap_interleaved, orphans_collected,
+    callback_own_health, dead_letters_drained_copied, deadline_heap_interleaved, drain_concurrent, orphans_collected,
 )  # fmt: skip
 from refqueue.conformance.harness import Divergence, Harness, ModelConfig
 from refqueue.conformance.phase import (
@@ -543,6 +544,10 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "dead-letters-drained-copied", "lists from dead_letters() and drain_dead_letters() stay as returned and are "
         "the caller's to mutate", dead_letters_drained_copied, ("dead_letter",),
+    ),
+    Check(
+        "drain-concurrent", "dead letters made by three threads while a fourth drains are each drained exactly once",
+        drain_concurrent, ("dead_letter",),
     ),
     Check(
         "orphans-collected", "every orphan store.scrub collects leaves the store's health, however many; producers "

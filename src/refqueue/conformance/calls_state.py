@@ -27,6 +27,13 @@ the model ``Harness``) and bounds every call that could wait:
     returns the letters kept, the queue keeps none, and the drained list
     neither changes with the next dead letter nor changes the queue when the
     caller mutates it.
+``drain-concurrent``
+    ``DRAINED`` leases dead-lettered by ``DRAIN_THREADS`` threads at once
+    while another thread calls ``drain_dead_letters()`` over and over
+    (``DRAIN_ROUNDS`` times): every
+    dead letter is drained exactly once (a drain that reads the list, then
+    empties it in a second step, loses what was dead-lettered in between),
+    and none is left behind.
 ``orphans-collected``
     ``ORPHANS`` orphans (data stored whose producers never put it) collected
     one by one with ``store.scrub(ref)``, between calls of queue work: each
@@ -38,22 +45,27 @@ the model ``Harness``) and bounds every call that could wait:
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from refqueue.conformance.contract import Backend, rejection_kind
 from refqueue.conformance.harness import Divergence, Harness, ModelConfig
-from refqueue.conformance.probe import Failed, Probe, ScrubSwitch, bounded
+from refqueue.conformance.probe import WITHIN, Failed, NotRun, Probe, ScrubSwitch, bounded
 from refqueue.conformance.samples import STORE_META, UNIT_BYTES, default_store, sample_tensors
 
 __all__ = [
-    "HEAP_ROUNDS", "ORPHANS", "callback_own_health", "dead_letters_drained_copied", "deadline_heap_interleaved",
-    "orphans_collected",
+    "DRAINED", "DRAIN_ROUNDS", "DRAIN_THREADS", "HEAP_ROUNDS", "ORPHANS", "callback_own_health", "dead_letters_drained_copied",
+    "deadline_heap_interleaved", "drain_concurrent", "orphans_collected",
 ]  # fmt: skip
 
 HEAP_ROUNDS = 1100  # acquires with one other lease outstanding: past the in-process queue's 1,024 stale entries
 EXTEND_ROUNDS = 200  # then acquires with extends interleaved
 ORPHANS = 12  # orphans collected one by one (a limit of a few would stop early)
+DRAINED = 60  # dead letters made while another thread drains (within the default dead_letter_limit of 1,000)
+DRAIN_THREADS = 3  # threads dead-lettering at once
+DRAIN_ROUNDS = 3  # rounds: a drain torn by a 1 ms wait, or by one thread switch, was caught in 30 of 30 tries each
 _HEALTH_FIELDS = ("resident_bytes", "capacity_bytes", "sample_count", "high_watermark_hit", "low_watermark_hit")
 
 
@@ -304,6 +316,80 @@ def dead_letters_drained_copied(backend: Backend) -> int:
         return qq.calls
     finally:
         qq.close()
+
+
+# -- drain-concurrent ----------------------------------------------------------------------
+
+
+def drain_concurrent(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        drain = getattr(qq.q, "drain_dead_letters", None)
+        if drain is None:
+            raise NotRun("the backend has no drain_dead_letters() (docs/API.md lists it)")
+        for round_ in range(DRAIN_ROUNDS):
+            _drain_round(qq, drain, [f"dl{round_}-{k}" for k in range(DRAINED)])
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def _drain_round(qq: Probe, drain: Callable[[], Any], ids: list[str]) -> None:
+    """``ids`` leased, then dead-lettered by ``DRAIN_THREADS`` threads while another drains."""
+    leases = [qq.leased(sample_id) for sample_id in ids]
+    drained: list[str] = []
+    errors: list[str] = []
+    lettering = threading.Semaphore(0)  # one release per dead-lettering thread done
+    start = threading.Barrier(DRAIN_THREADS + 1, timeout=WITHIN)  # every thread starts at once
+
+    def letter(share: list[Any]) -> None:
+        try:
+            start.wait()
+            for lease in share:
+                time.sleep(0)  # let the other threads in between calls (a share is done in microseconds)
+                if qq.q.dead_letter(lease, "kit") is not True:
+                    errors.append(f"dead_letter of the live lease on {lease.ref.sample_id!r} did not return True")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(f"dead_letter raised {type(exc).__name__}: {exc}")
+        finally:
+            lettering.release()
+
+    def drainer() -> None:
+        done = 0
+        try:
+            start.wait()
+            while done < DRAIN_THREADS:
+                drained.extend(_ids(drain()))
+                while lettering.acquire(blocking=False):
+                    done += 1
+            drained.extend(_ids(drain()))  # what the last dead letters left
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(f"drain_dead_letters() raised {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=letter, args=(leases[t::DRAIN_THREADS],), daemon=True) for t in range(DRAIN_THREADS)]
+    threads.append(threading.Thread(target=drainer, daemon=True))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WITHIN)
+        if thread.is_alive():
+            raise Failed(f"{DRAIN_THREADS} threads dead-lettering {len(ids)} leases while another drains had not "
+                         f"finished after {WITHIN} s")  # fmt: skip
+    qq.calls += 2 * len(ids)
+    if errors:
+        raise Failed(errors[0])
+    if sorted(drained) != sorted(ids):
+        lost = sorted(set(ids) - set(drained))
+        twice = sorted({i for i in drained if drained.count(i) > 1})
+        raise Failed(
+            f"{DRAIN_THREADS} threads dead-lettered {len(ids)} leases while another called drain_dead_letters() "
+            f"over and over: {len(lost)} dead letter(s) never drained ({lost[:5]}{', ...' if len(lost) > 5 else ''}), "
+            f"{len(twice)} drained twice ({twice[:5]}); each must be drained exactly once (a drain reads and empties "
+            f"the list in one step)"
+        )
+    left = _ids(qq.call("dead_letters()", qq.q.dead_letters))
+    if left:
+        raise Failed(f"after every dead letter was drained, dead_letters() still lists {left}")
 
 
 # -- orphans-collected -------------------------------------------------------------------
