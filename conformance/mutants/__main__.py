@@ -1,10 +1,13 @@
-"""``python -m conformance.mutants [--profile ci] [--report DIR] [--legal-only]``:
-certify every mutant and print (and save as Markdown and JSON) how each was
-caught, then certify every legal variant (``conformance/legal``) and print
-that each passed and what it did not check (``--legal-only``: the legal
-variants alone, e.g. under ``--profile deep``).  One line per target goes to
-stderr as it finishes.  Exit 0 only when every mutant is rejected and every
-legal variant certified."""
+"""``python -m conformance.mutants [--profile ci] [--seed S] [--report DIR]
+[--legal-only] [--only NAME ...] [--phase PHASE ...]``: certify every mutant
+and print (and save as Markdown and JSON) how each was caught, then certify
+every legal variant (``conformance/legal``) and print that each passed and
+what it did not check (``--legal-only``: the legal variants alone, e.g. under
+``--profile deep``; ``--only``: just these mutants, by module name, and legal
+variants, by target; ``--phase``: just these phases of each certification,
+a partial run).  One line per target goes to stderr as it finishes.  Exit 0
+only when every mutant is rejected and every legal variant certified; 2 on
+bad arguments."""
 
 from __future__ import annotations
 
@@ -16,22 +19,44 @@ from pathlib import Path
 
 from conformance.legal import LEGAL
 from conformance.mutants import MUTANTS
-from refqueue.conformance.certify import certify
+from refqueue.conformance.certify import PHASES, certify
+
+
+def _seed(text: str) -> int:
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed; pass a whole number >= 0, e.g. 0") from None
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is below 0; pass a whole number >= 0, e.g. 0")
+    return seed
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.mutants", description=__doc__)
     parser.add_argument("--profile", choices=("ci", "deep"), default="ci")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=_seed, default=0)
     parser.add_argument("--report", default="reports/certify")
     parser.add_argument("--legal-only", action="store_true", help="certify the legal variants only")
+    parser.add_argument("--only", nargs="+", metavar="NAME", default=None,
+                        help="only these mutants (module names) and legal variants (targets)")
+    parser.add_argument("--phase", nargs="+", choices=PHASES, default=None, help="only these phases (a partial run)")
     args = parser.parse_args(argv)
+    mutants = () if args.legal_only else MUTANTS
+    variants = LEGAL
+    if args.only is not None:
+        unknown = sorted(set(args.only) - set(MUTANTS) - set(LEGAL))
+        if unknown:
+            parser.error(f"--only: unknown {unknown}; mutants are {list(MUTANTS)}, legal variants {list(LEGAL)}")
+        mutants = tuple(m for m in mutants if m in args.only)
+        variants = tuple(v for v in LEGAL if v in args.only)
+    phases = tuple(args.phase) if args.phase else PHASES
     rows = []
-    targets = len(LEGAL) + (0 if args.legal_only else len(MUTANTS))
+    targets = len(variants) + len(mutants)
     done = 0
-    for name in () if args.legal_only else MUTANTS:
+    for name in mutants:
         started = time.perf_counter()
-        cert = certify(f"conformance.mutants.{name}:make", profile=args.profile, seed=args.seed)
+        cert = certify(f"conformance.mutants.{name}:make", profile=args.profile, seed=args.seed, phases=phases)
         seconds = time.perf_counter() - started
         failure = cert.failure or {}
         rows.append(
@@ -50,8 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         done += 1
         verdict = f"rejected in {failure.get('phase')}" if not cert.passed else "NOT REJECTED"
         print(f"[{done}/{targets}] {name}: {verdict} ({seconds:.1f} s)", file=sys.stderr, flush=True)
-    lines = [] if args.legal_only else [
-        f"# Mutants against the conformance kit (profile {args.profile}, seed {args.seed})",
+    partial = "" if phases == PHASES else f", phases {', '.join(phases)} only"
+    lines = [] if not mutants else [
+        f"# Mutants against the conformance kit (profile {args.profile}, seed {args.seed}{partial})",
         "",
         "| mutant | bug | caught | phase | steps to catch (all phases) | in that phase | counterexample steps | seconds |",
         "|---|---|---|---|---|---|---|---|",
@@ -64,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{in_phase} | {r['counterexample_steps'] or ''} | {r['seconds']} |"
         )
     legal = []
-    for target in LEGAL:
+    for target in variants:
         started = time.perf_counter()
-        cert = certify(target, profile=args.profile, seed=args.seed)
+        cert = certify(target, profile=args.profile, seed=args.seed, phases=phases)
         legal.append(
             {
                 "variant": target,
@@ -80,17 +106,17 @@ def main(argv: list[str] | None = None) -> int:
         done += 1
         said = "certified" if cert.passed else f"NOT CERTIFIED: {legal[-1]['failure']}"
         print(f"[{done}/{targets}] {target}: {said} ({legal[-1]['seconds']:.1f} s)", file=sys.stderr, flush=True)
-    lines += [
-        *([] if args.legal_only else [""]),
-        f"# Legal variants (profile {args.profile}, seed {args.seed})",
+    lines += [] if not variants else [
+        *([] if not mutants else [""]),
+        f"# Legal variants (profile {args.profile}, seed {args.seed}{partial})",
         "",
         "| variant | certified | phases run (seconds) | checks not run | seconds |",
         "|---|---|---|---|---|",
     ]
     for r in legal:
-        phases = ", ".join(f"{name} {seconds}" for name, seconds in r["phases"].items())
+        ran = ", ".join(f"{name} {seconds}" for name, seconds in r["phases"].items())
         lines.append(
-            f"| {r['variant']} | {'yes' if r['certified'] else '**NO**: ' + str(r['failure'])} | {phases} | "
+            f"| {r['variant']} | {'yes' if r['certified'] else '**NO**: ' + str(r['failure'])} | {ran} | "
             f"{len(r['not_checked'])} | {r['seconds']} |"
         )
     table = "\n".join(lines) + "\n"
