@@ -7,6 +7,7 @@ its workers, in the middle of walking a world.  Real processes, a real kill."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -113,4 +114,15 @@ def test_a_killed_certification_leaves_no_worker_behind(tmp_path):
         ["certify", "--exhaustive", "--phase", "walks", "-j", "2", "--no-progress", "--report", str(tmp_path)],
         lambda family: _workers(family) >= 2,
         within=5,
+    )
+
+
+def test_a_killed_spec_check_leaves_no_tlc_behind(tmp_path):
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed (TLC needs it): apt-get install default-jre-headless")
+    # MCAgreement takes TLC about a minute: it is killed in the middle of its run
+    _kill_once_started(
+        ["check-spec", "--config", "MCAgreement", "--no-simulate"],
+        lambda family: any("tlc2.TLC" in cmd for cmd in family.values()),
+        within=5,  # (without its guard, TLC ran on to the end of its run)
     )

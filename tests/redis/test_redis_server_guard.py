@@ -101,3 +101,20 @@ def test_a_guard_leaves_a_folder_it_was_given_alone(tmp_path, persistent):
     server.stop()
     assert guard.poll() == 0
     assert (tmp_path / "mine").is_dir()  # the caller's folder: the caller's to remove
+
+
+def test_a_guard_needs_a_pid_and_leaves_once():
+    from refqueue._guard import Guard
+
+    for wrong in (0, -5, True, "12"):
+        with pytest.raises(ValueError, match="Guard\\(pid\\) needs the pid of a running child"):
+            Guard(wrong)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        guard = Guard(child.pid)
+        guard.leave()
+        guard.leave()  # a second time: nothing to say, nothing raised
+        assert guard.process.returncode == 0 and child.poll() is None  # let go: the child untouched
+    finally:
+        child.kill()
+        child.wait()

@@ -14,12 +14,9 @@ down (``SHUTDOWN SAVE`` to ``directory``, loaded again at start).
 lost its state.
 
 A server outlives nothing that started it: beside each ``redis-server`` runs a
-guard, a small Python process reading a pipe this process holds.  ``stop`` and
-``kill`` tell the guard to leave; when this process dies without a word (a
-SIGKILL, the OOM killer, a CI timeout), the pipe's end closes, the guard reads
-end-of-file, kills the server and removes the folder the server made for itself.
-(A parent-death signal would not do: Linux sends it when the *thread* that
-started the server ends, and the kit's factories start servers from threads.)
+``refqueue._guard.Guard``; ``stop`` and ``kill`` let it go, and when this
+process dies without a word (a SIGKILL, the OOM killer, a CI timeout) the
+guard kills the server and removes the folder the server made for itself.
 """
 
 from __future__ import annotations
@@ -30,8 +27,9 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
+
+from refqueue._guard import Guard
 
 __all__ = ["RedisServer", "RedisServerError", "redis_server_binary"]
 
@@ -45,51 +43,6 @@ class RedisServerError(RuntimeError):
 def redis_server_binary() -> str | None:
     """The path of ``redis-server``, or None when it is not installed."""
     return shutil.which("redis-server")
-
-
-# The guard: blocks reading stdin; "leave" then end-of-file is this process
-# letting it go; end-of-file alone is this process gone, and the server with it.
-_GUARD = """
-import os, shutil, signal, sys, time
-signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the parent's to handle
-pid, directory = int(sys.argv[1]), sys.argv[2]
-if sys.stdin.buffer.read() != b"leave":
-    try:
-        os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            os.kill(pid, 0)  # ProcessLookupError once it is reaped
-            time.sleep(0.01)
-    except ProcessLookupError:
-        pass
-    if directory:
-        shutil.rmtree(directory, ignore_errors=True)
-"""
-
-
-class _Guard:
-    """The guard of one ``redis-server`` process (see the module docstring)."""
-
-    def __init__(self, pid: int, directory: str | None) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _GUARD, str(pid), directory or ""],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-
-    def leave(self) -> None:
-        """Let the guard go without touching the server."""
-        stdin = self.process.stdin
-        try:
-            if stdin is not None:
-                stdin.write(b"leave")
-                stdin.close()
-        except (BrokenPipeError, OSError):
-            pass  # it is gone already
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 def _free_port() -> int:
@@ -119,7 +72,7 @@ class RedisServer:
         self.directory = directory
         self.port = port
         self.process: subprocess.Popen[bytes] | None = None
-        self._guard: _Guard | None = None
+        self._guard: Guard | None = None
 
     @property
     def url(self) -> str:
@@ -183,7 +136,7 @@ class RedisServer:
             process = subprocess.Popen(
                 self._command(port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
-            guard = _Guard(process.pid, str(self.directory) if self._own_directory else None)
+            guard = Guard(process.pid, str(self.directory) if self._own_directory else None)
             ok, last = _wait_ready(process, timeout)
             if ok:
                 self.port, self.process, self._guard = port, process, guard

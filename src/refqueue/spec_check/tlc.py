@@ -33,6 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from refqueue._guard import Guard
+
 __all__ = [
     "JAVA_HINT",
     "JAR_HINT",
@@ -304,6 +306,7 @@ def run_tlc(
         cmd, cwd=spec_copy, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8",
         errors="replace",
     )
+    guard = Guard(proc.pid)  # TLC dies with this process, even a SIGKILLed one
     killed = threading.Event()  # set by the watchdog when it kills TLC for running past the timeout
 
     def kill() -> None:
@@ -329,6 +332,7 @@ def run_tlc(
         if proc.poll() is None:  # interrupted (KeyboardInterrupt): do not leave TLC running
             proc.kill()
             proc.wait()
+        guard.leave()
     run = parse_output("\n".join(lines), cfg_properties(spec_copy / config))
     run.seconds = time.monotonic() - start
     run.returncode = proc.returncode
