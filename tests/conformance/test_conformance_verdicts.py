@@ -104,7 +104,9 @@ def test_a_store_that_refuses_mid_phase_fails_that_phase_naming_the_call(tmp_pat
 
 def _kit_bug(monkeypatch):
     """A calls check that is the kit's own bug: a kit function called with the wrong arguments."""
-    broken = Check("acquire-poll-inf", "a check with a bug of the kit", calls._field)
+    from refqueue.conformance import calls_leases
+
+    broken = Check("acquire-poll-inf", "a check with a bug of the kit", calls_leases._field)
     monkeypatch.setitem(calls._BY_NAME, "acquire-poll-inf", broken)
 
 

@@ -88,7 +88,7 @@ def valid(option: str, text: str) -> bool:
     try:
         if option in ("--steps", "--seed"):
             value = int(text)
-            return option == "--seed" or value >= 1
+            return value >= 0 if option == "--seed" else value >= 1
         value = float(text)
     except ValueError:
         return False

@@ -217,8 +217,11 @@ class History:
     injected clock (only then are lease deadlines compared); ``epoch`` the
     queue's epoch; ``stored`` the sample ids (and sizes in units) whose data
     was written before the first event; ``sizes`` those (and their sizes)
-    whose data its ``store_put`` events write, concurrently with the rest.  A recorded history lists its events
-    in ``invoke`` order (the checker does not rely on it).
+    whose data its ``store_put`` events write, concurrently with the rest.  ``scrub_window``: the backend
+    completes in two steps (D9: an ack or dead letter commits with a scrub intent, its call scrubs the data
+    before it returns), so a put of the id while a committed completion's call is still running may be
+    refused as a duplicate (``ScrubPending``).  A recorded history lists its events in ``invoke`` order (the
+    checker does not rely on it).
     """
 
     backend: str
@@ -233,6 +236,7 @@ class History:
     events: tuple[Event, ...]
     threads: int = field(default=0)
     sizes: Mapping[str, int] = field(default_factory=dict)  # ids its store_put events write -> size in units
+    scrub_window: bool = False  # a two-step completion (D9): see above
 
     def __post_init__(self) -> None:
         if not self.threads:
@@ -254,6 +258,7 @@ class History:
             "epoch": self.epoch,
             "stored": dict(self.stored),
             **({"sizes": dict(self.sizes)} if self.sizes else {}),
+            **({"scrub_window": True} if self.scrub_window else {}),
             "events": [e.to_dict() for e in self.events],
         }
 
@@ -333,6 +338,8 @@ def _parse(data: Any) -> History:
     for name in ("fifo", "deadlines"):
         if not isinstance(data[name], bool):
             raise _bad(f"history {name} must be true or false, got {data[name]!r}")
+    if not isinstance(data.get("scrub_window", False), bool):
+        raise _bad(f"history scrub_window must be true or false (or left out: false), got {data['scrub_window']!r}")
     if not _is_number(data["clock_start"]) or data["clock_start"] < 0:
         raise _bad(f"history clock_start must be a finite number >= 0, got {data['clock_start']!r}")
     if not isinstance(data["epoch"], str) or not data["epoch"]:
@@ -368,6 +375,7 @@ def _parse(data: Any) -> History:
         stored=stored,
         events=events,
         sizes=sizes,
+        scrub_window=data.get("scrub_window", False),
     )
 
 

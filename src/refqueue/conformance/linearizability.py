@@ -51,7 +51,14 @@ them later, in order, in any call of any thread, so the fired-but-undelivered
 callbacks are part of the search state, each ``callback`` event delivers the
 oldest, and a linearization must leave none undelivered.  A ``health()``
 answer that no state gives (its bytes and sample count disagree, or its flags
-contradict the watermarks) is illegal before any search.
+contradict the watermarks) is illegal before any search.  A backend that
+completes in two steps (D9, the history's ``scrub_window``: an ack or dead
+letter commits with a scrub intent and its call scrubs the data before it
+returns) may refuse a put of the id as a duplicate (``ScrubPending``) while
+that call still runs: a put the model would take is explained as such a
+refusal, changing nothing, only where the sample's last incarnation has
+completed in the order so far and a call that handed its lease back with
+True overlaps the put in time.
 
 Three answers, as Porcupine's ``CheckResult``:
 
@@ -76,7 +83,7 @@ from typing import Any, NamedTuple
 
 from refqueue.conformance.history import Event, History, answer_text, lease_text
 from refqueue.model import actions as A
-from refqueue.model.state import Config, ModelLease, State, initial_state, make_config
+from refqueue.model.state import ACKED, DEAD, Config, ModelLease, State, initial_state, make_config
 
 __all__ = ["ILLEGAL", "OK", "UNKNOWN", "UNDECIDED_TRIES", "Decided", "Verdict", "check", "until_decided"]
 
@@ -217,6 +224,27 @@ class _Context:
         for e in self.events:
             if e.minted() is not None:
                 self.deliveries.setdefault((e.returned["sample_id"], e.returned["redelivery_count"]), []).append(e)
+        # D9's commit-to-scrub window (``history.scrub_window``): the calls that
+        # handed back a lease of each sample and answered True (each may have
+        # completed it), as (invoke, respond).
+        self.handed_back: dict[str, list[tuple[int, int]]] = {}
+        if history.scrub_window:
+            sample_of = {e.minted(): e.returned["sample_id"] for e in self.events if e.minted() is not None}
+            for e in self.events:
+                key = e.lease_arg()
+                if e.call in ("ack", "dead_letter", "fail") and key in sample_of and e.returned is True:
+                    self.handed_back.setdefault(sample_of[key], []).append((e.invoke, e.respond))
+
+    def in_scrub_window(self, state: State, e: Event) -> bool:
+        """Whether ``e``, a put refused as a duplicate where the model would take
+        it, met D9's window: its sample's last incarnation completed in this
+        order, by a call (an ack, a dead letter, a fail at the cap) that was
+        still running, so scrubbing its data, while ``e`` ran."""
+        sample_id = e.args[0]
+        rec = A.rec_of(state, sample_id)
+        if rec is None or rec.status not in (ACKED, DEAD):
+            return False
+        return any(invoke < e.respond and respond > e.invoke for invoke, respond in self.handed_back.get(sample_id, ()))
 
     def initial(self) -> Search:
         state = initial_state(self.history.clock_start)
@@ -334,7 +362,12 @@ class _Context:
                 return None
             return search[:5] + (undelivered[1:],)  # type: ignore[return-value]
         out = self.outcome(search, e)
-        if out is None or not _same(e, out):
+        if out is None:
+            return None
+        if not _same(e, out):
+            if (e.call == "put" and e.raised == "duplicate" and out.error is None and self.handed_back
+                    and self.in_scrub_window(search[0], e)):
+                return search  # refused while the completion's scrub ran (D9): nothing changed
             return None
         fired = _callbacks(e, out)
         if fired:

@@ -1,0 +1,160 @@
+"""The ``calls`` phase's checks of a lease's identity: its epoch, its id, its
+JSON.  ``refqueue.conformance.calls`` lists them (``NAMED_CHECKS``) with its
+own and says what each checks (``lease-epoch-empty``, ``lease-epoch-altered``,
+``two-queues-one-store``, ``lease-ids-from-1``, ``lease-id-below-1``,
+``json-round-trip``); each runs on a fresh queue (``probe.Probe``).
+
+A lease's identity is its delivery (D1): a copy with another epoch is a
+foreign lease to every call that takes one, a lease id below 1 is one no
+queue mints, and a lease that went through JSON must be the lease it was,
+field by field, whatever its class's ``==`` compares.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from refqueue.conformance.contract import Backend
+from refqueue.conformance.probe import Failed, Probe
+from refqueue.refs import SampleRef
+
+__all__ = ["altered_epoch", "json_round_trip", "lease_id_below_1", "lease_ids_from_1", "two_queues_one_store"]
+
+_LEASE_FIELDS = ("ref", "deadline", "visibility_timeout", "redelivery_count", "lease_id", "epoch")
+
+
+def _copy_with(lease: Any, field: str, value: Any) -> Any:
+    """A copy of ``lease`` with one field set (through ``object.__setattr__``, so a frozen lease too)."""
+    twin = copy.copy(lease)
+    try:
+        object.__setattr__(twin, field, value)
+    except Exception as exc:  # noqa: BLE001
+        raise Failed(f"cannot set a copied lease's {field} ({type(exc).__name__}: {exc})") from exc
+    return twin
+
+
+def _refused_everywhere(qq: Any, twin: Any, kind: str, refused: str, counted: str) -> None:
+    """Every lease-taking call the backend offers (ack, fail, and extend and dead_letter where
+    declared) refuses ``twin`` as ``kind`` and changes no count; ``refused`` and ``counted``
+    describe the lease in the two messages."""
+    before = qq.counts()
+    calls = [("ack", lambda: qq.q.ack(twin)), ("fail", lambda: qq.q.fail(twin))]
+    if qq.caps.extend:
+        calls.append(("extend", lambda: qq.q.extend(twin, 5.0)))
+    if qq.caps.dead_letter:
+        calls.append(("dead_letter", lambda: qq.q.dead_letter(twin, "poison")))
+    for name, call in calls:
+        qq.refuses(f"{name}({refused})", call, kind)
+        qq.expect_counts(before, f"{name}({counted})")
+
+
+def altered_epoch(epoch: Callable[[str], str], label: str) -> Callable[[Backend], int]:
+    def check(backend: Backend) -> int:
+        qq = Probe(backend)
+        try:
+            lease = qq.leased("a")
+            new_epoch = epoch(lease.epoch)
+            twin = _copy_with(lease, "epoch", new_epoch)
+            _refused_everywhere(qq, twin, "foreign", f"lease with epoch {new_epoch!r}) ({label}",
+                                f"lease with epoch {new_epoch!r}")
+            if qq.caps.injected_clock and lease.deadline != 130.0:
+                raise Failed(f"the lease's deadline is {lease.deadline!r}; expected 130.0 (clock 100 + timeout 30)")
+            if qq.call("ack(the real lease)", lambda: qq.q.ack(lease)) is not True:
+                raise Failed(f"after the leases with epoch {new_epoch!r} were refused, ack of the real lease did not return True")
+            return qq.calls
+        finally:
+            qq.close()
+
+    return check
+
+
+def two_queues_one_store(backend: Backend) -> int:
+    first = Probe(backend)
+    try:
+        second = Probe(backend, store=first.store, clock=first.clock)
+        if first.q.epoch == second.q.epoch:
+            raise Failed(f"two queues on one store share the epoch {first.q.epoch!r}; each queue needs its own")
+        mine = first.leased("a")
+        theirs = second.leased("b")
+        second.refuses("second.ack(a lease of the first queue)", lambda: second.q.ack(mine), "foreign")
+        first.refuses("first.ack(a lease of the second queue)", lambda: first.q.ack(theirs), "foreign")
+        first.refuses("first.fail(a lease of the second queue)", lambda: first.q.fail(theirs), "foreign")
+        if first.call("first.ack(its own lease)", lambda: first.q.ack(mine)) is not True:
+            raise Failed("the first queue's ack of its own lease did not return True")
+        if second.call("second.ack(its own lease)", lambda: second.q.ack(theirs)) is not True:
+            raise Failed("the second queue's ack of its own lease did not return True")
+        return first.calls + second.calls
+    finally:
+        first.close()
+
+
+def _field(obj: Any, name: str) -> Any:
+    return getattr(obj, name, "<missing>")
+
+
+def json_round_trip(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        lease = qq.leased("a")
+        ref = lease.ref
+        again = qq.call("SampleRef.from_json(ref.to_json())", lambda: SampleRef.from_json(ref.to_json()))
+        for f in dataclasses.fields(SampleRef):
+            if _field(again, f.name) != _field(ref, f.name):
+                raise Failed(f"SampleRef.from_json(ref.to_json()).{f.name} is {_field(again, f.name)!r}, not {_field(ref, f.name)!r}")
+        if qq.call("fail(lease)", lambda: qq.q.fail(lease)) is not True:
+            raise Failed("fail of a live lease did not return True")
+        redelivered = qq.acquire("acquire() after the fail")
+        if redelivered is None or redelivered.redelivery_count != 1:
+            raise Failed(f"acquire() after a fail returned {redelivered!r}; expected the ref again with redelivery_count 1")
+        text = qq.call("lease.to_json()", redelivered.to_json)
+        if not isinstance(text, str):
+            raise Failed(f"lease.to_json() returned {type(text).__name__}, not a str of JSON")
+        twin = qq.call("type(lease).from_json(lease.to_json())", lambda: type(redelivered).from_json(text))
+        wrong = [
+            f"{name} is {_field(twin, name)!r}, not {_field(redelivered, name)!r}"
+            for name in _LEASE_FIELDS
+            if _field(twin, name) != _field(redelivered, name)
+        ]
+        if wrong:
+            raise Failed("type(lease).from_json(lease.to_json()) differs field by field: " + "; ".join(wrong))
+        if qq.call("ack(the round-tripped lease)", lambda: qq.q.ack(twin)) is not True:
+            raise Failed("ack of the round-tripped lease did not return True")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def lease_ids_from_1(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        first = qq.leased("a")
+        second = qq.leased("b")
+        ids = (_field(first, "lease_id"), _field(second, "lease_id"))
+        if type(ids[0]) is not int or ids[0] != 1:
+            raise Failed(
+                f"the first lease of a fresh queue has lease_id {ids[0]!r}; docs/API.md: a queue mints lease ids as "
+                f"ints counting up from 1"
+            )
+        if type(ids[1]) is not int or ids[1] <= ids[0]:
+            raise Failed(f"the second lease of a fresh queue has lease_id {ids[1]!r} after {ids[0]!r}; ids count up from 1")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def lease_id_below_1(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        lease = qq.leased("a")
+        for bad in (0, -1, -lease.lease_id):
+            twin = _copy_with(lease, "lease_id", bad)
+            _refused_everywhere(qq, twin, "invalid", f"a copy of the live lease with lease_id={bad}, which no queue mints",
+                                f"lease with lease_id={bad}")
+        if qq.call("ack(the real lease)", lambda: qq.q.ack(lease)) is not True:
+            raise Failed("after the leases with ids below 1 were refused, ack of the real lease did not return True")
+        return qq.calls
+    finally:
+        qq.close()
