@@ -20,22 +20,13 @@ from pathlib import Path
 from conformance.legal import LEGAL
 from conformance.mutants import MUTANTS
 from refqueue.conformance.certify import PHASES, certify
-
-
-def _seed(text: str) -> int:
-    try:
-        seed = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed; pass a whole number >= 0, e.g. 0") from None
-    if seed < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is below 0; pass a whole number >= 0, e.g. 0")
-    return seed
+from refqueue.conformance.cli import seed_argument
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.mutants", description=__doc__)
     parser.add_argument("--profile", choices=("ci", "deep"), default="ci")
-    parser.add_argument("--seed", type=_seed, default=0)
+    parser.add_argument("--seed", type=seed_argument, default=0)
     parser.add_argument("--report", default="reports/certify")
     parser.add_argument("--legal-only", action="store_true", help="certify the legal variants only")
     parser.add_argument("--only", nargs="+", metavar="NAME", default=None,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
+from process_helpers import dead as _dead
 from refqueue.backends._redis_server import redis_server_binary
 
 
@@ -44,14 +45,6 @@ def _descendants(pid: int) -> dict[int, str]:
                 continue
             todo.append(child)
     return out
-
-
-def _dead(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(") ", 1)[1].startswith("Z")  # a zombie: dead, not yet reaped
-    except FileNotFoundError:
-        return True
 
 
 def _kill_once_started(argv: list[str], started: Callable[[dict[int, str]], bool], within: float) -> None:

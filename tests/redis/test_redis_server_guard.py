@@ -9,10 +9,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
+from process_helpers import dead as _dead
+from process_helpers import gone as _gone
 from refqueue.backends._redis_server import RedisServer
 
 _CHILD = """
@@ -27,25 +28,6 @@ print(json.dumps({"pid": server.process.pid, "guard": server._guard.process.pid,
                   "directory": server.directory, "port": server.port}), flush=True)
 sys.stdin.read()  # until the test kills this process
 """
-
-
-def _dead(pid: int) -> bool:
-    """No process ``pid``, or only its zombie (dead, waiting for whoever adopted it to reap it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(") ", 1)[1].startswith("Z")
-    except FileNotFoundError:
-        return True
-
-
-def _gone(pid: int, within: float) -> bool:
-    """Whether ``pid`` is dead within ``within`` seconds (polled every 20 ms)."""
-    deadline = time.monotonic() + within
-    while not _dead(pid):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 @pytest.mark.parametrize("own_folder", [True, False])

@@ -45,7 +45,7 @@ from refqueue._redact import redacted_text as redact
 from refqueue.conformance.phases import PHASES, phase, phase_of_entry
 from refqueue.conformance.certificate import configuration_text
 
-__all__ = ["DEFAULT_BACKEND", "add_arguments", "run"]
+__all__ = ["DEFAULT_BACKEND", "add_arguments", "run", "seconds_argument", "seed_argument"]
 
 DEFAULT_BACKEND = "refqueue.conformance.backends:inprocess"
 DEFAULT_TIMEOUT_S = 3600.0  # a deep run of a correct backend takes minutes, not an hour
@@ -61,7 +61,8 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _seconds(text: str) -> float:
+def seconds_argument(text: str) -> float:
+    """argparse type of a bound in seconds, in (0, 3600) (``--producer-bound``, ``--wake-bound``)."""
     try:
         value = float(text)
     except ValueError:
@@ -86,7 +87,8 @@ def _timeout(text: str) -> float:
     return value
 
 
-def _seed(text: str) -> int:
+def seed_argument(text: str) -> int:
+    """argparse type of a seed: a whole number >= 0 (``--seed``; the mutants runner and the plugin take it too)."""
     try:
         seed = int(text)
     except ValueError:
@@ -108,7 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--steps", type=_positive_int, default=None, metavar="N", help="rules per lockstep example (default: the profile's)"
     )
-    parser.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of the walks and of Hypothesis (default: 0)")
+    parser.add_argument("--seed", type=seed_argument, default=0, metavar="S", help="seed of the walks and of Hypothesis (default: 0)")
     parser.add_argument(
         "--report", default="reports/certify", metavar="DIR", help="where the certificate goes (default: reports/certify)"
     )
@@ -119,7 +121,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--producer-bound",
-        type=_seconds,
+        type=seconds_argument,
         default=None,
         metavar="SECONDS",
         help="how long a producer blocked in put_blocks_until_below may wait once the consumers drained "
@@ -127,7 +129,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--wake-bound",
-        type=_seconds,
+        type=seconds_argument,
         default=None,
         metavar="SECONDS",
         help="how long after a put, fail, reclaim, ack or close the call it wakes may take to return, in the "

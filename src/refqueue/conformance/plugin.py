@@ -41,7 +41,8 @@ def _checked(kind: str) -> Callable[[str], Any]:
     def check(text: str) -> Any:
         from refqueue.conformance import cli
 
-        return getattr(cli, f"_{kind}")(text)
+        argument: Callable[[str], Any] = {"seed": cli.seed_argument, "seconds": cli.seconds_argument}[kind]
+        return argument(text)
 
     check.__name__ = kind  # (argparse names the type in its "invalid value" message)
     return check
