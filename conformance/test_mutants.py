@@ -85,6 +85,8 @@ REPEATS = {
     "dedup_short": "dedup_forever",  # walks: a divergence from the model on a re-put
     "early_terminal_none": "dead_letter_late",  # walks: a divergence from the model
     "dead_letters_sorted": "dead_letter_late",  # walks: a divergence from the model on dead letters
+    "put_poll_zero": "reclaimer_interval_zero",  # calls: durations-not-positive
+    "lease_json_ms_deadline": "lease_json_no_bytes",  # calls: json-round-trip
 }
 
 

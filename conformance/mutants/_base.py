@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refqueue.errors import DuplicateSample, ForeignLease, PutAborted, QueueClosed, ReplayedSample
-from refqueue.refs import SampleRef
+from refqueue.refs import SampleRef, load_json
 
 __all__ = ["BaseQueue", "DeadLetter", "Lease", "Timeout", "factory"]
 
@@ -106,16 +106,20 @@ class Lease:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> Lease:
-        data = json.loads(text)
-        return cls(
-            ref=SampleRef.from_dict(data["ref"]),
-            deadline=data["deadline"],
-            visibility_timeout=Timeout(data["visibility_timeout"]),
-            redelivery_count=data["redelivery_count"],
-            lease_id=data["lease_id"],
-            epoch=data["epoch"],
-        )
+    def from_json(cls, text: str | bytes) -> Lease:
+        data = load_json("Lease.from_json", text)  # TypeError/ValueError, never RecursionError
+        try:
+            return cls(
+                ref=SampleRef.from_dict(data["ref"]),
+                deadline=data["deadline"],
+                visibility_timeout=Timeout(data["visibility_timeout"]),
+                redelivery_count=data["redelivery_count"],
+                lease_id=data["lease_id"],
+                epoch=data["epoch"],
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"Lease.from_json got JSON that is no lease's ({type(exc).__name__}: {exc}); "
+                             f"pass what Lease.to_json returned") from None
 
 
 @dataclass(frozen=True)

@@ -39,12 +39,26 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     appends to and clears the list ``dead_letters()`` returned; the next
     ``dead_letters()`` still lists that one dead letter: the queue handed
     out a copy, not its own list.
-``durations-above-max``
-    ``extend(lease, 1e300)`` (and ``2 * threading.TIMEOUT_MAX``),
-    ``acquire(poll_interval=...)``, ``put_blocks_until_below(ref,
-    poll_interval=...)`` and ``start_reclaimer(...)`` of such a value raise
-    ``ValueError`` (each in a thread joined with a timeout: one that takes
-    the interval fails); nothing changes, and the lease still extends and acks.
+``lease-id-not-int``
+    the same with ``lease_id`` set to ``True`` (equal to the live id 1), a
+    float or an ``int`` subclass: ``TypeError``, nothing changes.
+``lease-fields``
+    on a queue made with an odd timeout and clock (``ODD_TIMEOUT``,
+    ``ODD_CLOCK``), a lease carries that timeout and the deadline
+    ``clock + timeout``.
+``durations-above-max`` / ``durations-not-positive``
+    ``extend(lease, 1e300)`` (and ``2 * threading.TIMEOUT_MAX``; then 0,
+    negative seconds, nan), ``acquire(poll_interval=...)``,
+    ``put_blocks_until_below(ref, poll_interval=...)`` and
+    ``start_reclaimer(...)`` of such a value raise ``ValueError`` (each in a
+    thread joined with a timeout: one that takes the interval fails);
+    nothing changes, and the lease still extends and acks.
+``dead-letter-reason``
+    ``dead_letter(lease, reason)`` of a reason that is no non-empty str is a
+    ``TypeError``/``ValueError``; nothing changes.
+``foreign-uri-same-scheme``
+    ``put`` of a ref of another store whose URI shares this store's scheme
+    is a ``ValueError``; nothing changes.
 ``scrub-fails``
     a store whose ``scrub`` raises on demand: ``ack`` (and ``dead_letter``,
     where declared) of a live lease raises and commits nothing (the lease
@@ -52,10 +66,14 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     letter); once scrubbing works again the same lease acks.
 ``json-round-trip``
     ``SampleRef.from_json(ref.to_json())`` and (with ``lease_json``)
-    ``type(lease).from_json(lease.to_json())`` of a redelivered lease equal
-    the original *field by field* (ref, deadline, visibility timeout,
-    redelivery_count, lease_id, epoch), whatever the class's ``==`` compares,
-    and the round-tripped lease acks.
+    ``type(lease).from_json(lease.to_json())`` (and of its bytes) of a
+    redelivered lease, on the odd clock and timeout, equal the original
+    *field by field* (ref, deadline, visibility timeout, redelivery_count,
+    lease_id, epoch), whatever the class's ``==`` compares, and the
+    round-tripped lease acks.
+``lease-json-hostile``
+    ``type(lease).from_json`` of text that is no lease's JSON raises
+    ``ValueError``/``TypeError``, never another exception.
 ``deadline-soak``
     one queue holding ``SOAK`` leases at once, with distinct deadlines, some
     extended by other amounts and some failed and taken again, reclaimed in
@@ -66,6 +84,9 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     call returned, the deadline index under a long interleaving, dead
     letters drained while others are made, orphans collected through the
     store), which says what each checks.
+``dead-letters-kept``, ``put-duplicate-concurrent``
+    ``refqueue.conformance.calls_many`` (hundreds of dead letters kept; four
+    threads putting one id at once), which says what each checks.
 
 A check whose capability the backend declares absent is listed as not run,
 with the reason; it never passes.  An exception of the backend that escapes
@@ -73,7 +94,7 @@ a check (a call it lacks, a store that refused the check's data) fails that
 check, naming the call and the exception (``refqueue.conformance.crash``).  The checks are ``NAMED_CHECKS``, run in
 that order by ``check_calls``; a failure's replay runs the failing check again.
 
-Imports: ``calls_leases`` and ``calls_state`` (the checks kept there),
+Imports: ``calls_inputs``, ``calls_leases``, ``calls_many`` and ``calls_state`` (the checks kept there),
 ``probe`` (the queue each check makes), ``harness`` (the soak), ``samples``,
 ``render``.
 """
@@ -85,11 +106,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from refqueue.conformance.contract import Backend, load_backend, rejection_kind
+from refqueue.conformance.contract import Backend, load_backend
 from refqueue.conformance.crash import blame
-from refqueue.conformance.calls_leases import (
-    altered_epoch, json_round_trip, lease_id_below_1, lease_ids_from_1, two_queues_one_store,
+from refqueue.conformance.calls_inputs import (
+    dead_letter_reason, durations_above_max, durations_not_positive, foreign_uri_same_scheme,
 )  # fmt: skip
+from refqueue.conformance.calls_leases import (
+    altered_epoch, json_round_trip, lease_fields, lease_id_below_1, lease_id_not_int, lease_ids_from_1,
+    lease_json_hostile, two_queues_one_store,
+)  # fmt: skip
+from refqueue.conformance.calls_many import KEPT, PUT_ROUNDS, PUTTERS, dead_letters_kept, put_duplicate_concurrent
 from refqueue.conformance.calls_state import (
     callback_own_health, dead_letters_drained_copied, deadline_heap_interleaved, drain_concurrent, orphans_collected,
 )  # fmt: skip
@@ -309,56 +335,6 @@ def _dead_letters_copied(backend: Backend) -> int:
         qq.close()
 
 
-def _durations_above_max(backend: Backend) -> int:
-    """Every duration a queue takes is at most ``threading.TIMEOUT_MAX`` (docs/API.md, Durations)."""
-    import threading
-
-    qq = Probe(backend)
-    try:
-        lease = qq.leased("a")
-        ref = qq.ref("b")
-        before = qq.counts()
-        deadline = lease.deadline
-        calls: list[tuple[str, Callable[[], Any]]] = []
-        for seconds in (1e300, threading.TIMEOUT_MAX * 2):
-            if qq.caps.extend:
-                calls.append((f"extend(lease, {seconds!r})", lambda s=seconds: qq.q.extend(lease, s)))
-            calls.append((f"acquire(poll_interval={seconds!r})", lambda s=seconds: qq.q.acquire(poll_interval=s)))
-            calls.append((
-                f"put_blocks_until_below(ref, poll_interval={seconds!r})",
-                lambda s=seconds: qq.q.put_blocks_until_below(ref, poll_interval=s),
-            ))  # fmt: skip
-            if qq.caps.reclaimer:
-                calls.append((f"start_reclaimer({seconds!r})", lambda s=seconds: qq.q.start_reclaimer(s)))
-        for what, call in calls:
-            # bounded: a backend that accepts the interval may wait it out
-            box: list[Any] = []
-            try:
-                bounded(what, lambda call=call: box.append(call()))
-            except Failed as failed:
-                error = failed.__cause__
-                if error is None:  # still running: it took the interval
-                    raise Failed(f"{what} did not raise; docs/API.md: above threading.TIMEOUT_MAX it is a ValueError") from None
-                if rejection_kind(error) != "invalid":
-                    raise Failed(f"{what} raised {type(error).__name__}: {error}; docs/API.md says ValueError") from error
-            else:
-                raise Failed(
-                    f"{what} returned {box[0]!r}; docs/API.md: every duration is at most threading.TIMEOUT_MAX "
-                    f"({threading.TIMEOUT_MAX}), above it a ValueError that names the value and the maximum"
-                )
-            qq.calls += 1
-            qq.expect_counts(before, what)
-        if qq.caps.injected_clock and getattr(lease, "deadline", None) != deadline:
-            raise Failed(f"a refused extend changed the lease's deadline to {lease.deadline!r}")
-        if qq.caps.extend and qq.call("extend(lease, 5.0)", lambda: qq.q.extend(lease, 5.0)) is not True:
-            raise Failed("after the refused durations, extend(lease, 5.0) of the live lease did not return True")
-        if qq.call("ack(lease)", lambda: qq.q.ack(lease)) is not True:
-            raise Failed("after the refused durations, ack of the live lease did not return True")
-        return qq.calls
-    finally:
-        qq.close()
-
-
 NAMED_CHECKS: tuple[Check, ...] = (
     Check("acquire-poll-inf", "acquire(poll_interval=math.inf) returns at once with a ref or on a drained queue", _acquire_poll_inf),
     Check(
@@ -389,11 +365,38 @@ NAMED_CHECKS: tuple[Check, ...] = (
         "dead_letter; nothing changes", lease_id_below_1,
     ),
     Check(
+        "lease-id-not-int", "a copy of a live lease whose lease_id is a bool, a float or an int subclass is a "
+        "TypeError to ack, fail, extend and dead_letter; nothing changes", lease_id_not_int,
+    ),
+    Check(
+        "lease-fields", "a lease carries its queue's visibility timeout and the deadline clock + timeout (an odd "
+        "clock and timeout)", lease_fields,
+    ),
+    Check(
         "durations-above-max", "extend, the poll intervals and start_reclaimer refuse seconds above "
-        "threading.TIMEOUT_MAX (1e300 among them) with ValueError; nothing changes", _durations_above_max,
+        "threading.TIMEOUT_MAX (1e300 among them) with ValueError; nothing changes", durations_above_max,
+    ),
+    Check(
+        "durations-not-positive", "extend, the poll intervals and start_reclaimer refuse 0, negative seconds and nan "
+        "with ValueError; nothing changes", durations_not_positive,
+    ),
+    Check(
+        "dead-letter-reason", "dead_letter refuses a reason that is no non-empty str (42, None, bytes, a list) with "
+        "TypeError/ValueError; nothing changes", dead_letter_reason, ("dead_letter",),
+    ),
+    Check(
+        "foreign-uri-same-scheme", "put refuses a ref of another store whose URI has this store's scheme; nothing "
+        "changes", foreign_uri_same_scheme,
     ),
     Check("scrub-fails", "an ack (dead_letter) whose scrub raises commits nothing", _scrub_fails),
-    Check("json-round-trip", "refs and leases round-trip through JSON field by field", json_round_trip, ("lease_json",)),
+    Check(
+        "json-round-trip", "refs and leases (from str and from bytes) round-trip through JSON field by field",
+        json_round_trip, ("lease_json",),
+    ),
+    Check(
+        "lease-json-hostile", "Lease.from_json refuses text that is no lease's JSON (too deep, not JSON, the wrong "
+        "shape) with ValueError/TypeError, never another exception", lease_json_hostile, ("lease_json",),
+    ),
     Check(
         "deadline-soak", f"{SOAK} leases with distinct deadlines reclaimed in steps, as the model says", _deadline_soak,
         ("injected_clock",),
@@ -418,6 +421,15 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "orphans-collected", "every orphan store.scrub collects leaves the store's health, however many; producers "
         "resume", orphans_collected,
+    ),
+    # refqueue.conformance.calls_many: many calls
+    Check(
+        "dead-letters-kept", f"{KEPT} dead letters are all listed by dead_letters(), in order (the default "
+        "dead_letter_limit is 10,000)", dead_letters_kept, ("dead_letter",),
+    ),
+    Check(
+        "put-duplicate-concurrent", f"{PUTTERS} threads put one new ref at once, {PUT_ROUNDS} rounds: exactly one is "
+        "accepted, the others raise DuplicateSample", put_duplicate_concurrent,
     ),
 )  # fmt: skip
 CHECKS = tuple(c.name for c in NAMED_CHECKS)

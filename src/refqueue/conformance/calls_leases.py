@@ -2,7 +2,8 @@
 JSON.  ``refqueue.conformance.calls`` lists them (``NAMED_CHECKS``) with its
 own and says what each checks (``lease-epoch-empty``, ``lease-epoch-altered``,
 ``two-queues-one-store``, ``lease-ids-from-1``, ``lease-id-below-1``,
-``json-round-trip``); each runs on a fresh queue (``probe.Probe``).
+``lease-id-not-int``, ``lease-fields``, ``json-round-trip``,
+``lease-json-hostile``); each runs on a fresh queue (``probe.Probe``).
 
 A lease's identity is its delivery (D1): a copy with another epoch is a
 foreign lease to every call that takes one, a lease id below 1 is one no
@@ -17,13 +18,29 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from refqueue.conformance.contract import Backend
+from refqueue.clock import ManualClock
+from refqueue.conformance.contract import Backend, rejection_kind
 from refqueue.conformance.probe import Failed, Probe
-from refqueue.refs import SampleRef
+from refqueue.refs import MAX_NESTING, SampleRef
 
-__all__ = ["altered_epoch", "json_round_trip", "lease_id_below_1", "lease_ids_from_1", "two_queues_one_store"]
+__all__ = [
+    "ODD_CLOCK", "ODD_TIMEOUT", "altered_epoch", "json_round_trip", "lease_fields", "lease_id_below_1",
+    "lease_id_not_int", "lease_ids_from_1", "lease_json_hostile", "two_queues_one_store",
+]  # fmt: skip
 
 _LEASE_FIELDS = ("ref", "deadline", "visibility_timeout", "redelivery_count", "lease_id", "epoch")
+# A clock and a timeout whose sum has digits below a millisecond and is no round number: a
+# deadline kept in whole milliseconds, or a lease carrying a default timeout, shows.
+ODD_CLOCK = 100.0001234
+ODD_TIMEOUT = 7.3125
+
+
+def _odd_probe(backend: Backend) -> Probe:
+    return Probe(backend, clock=ManualClock(ODD_CLOCK), visibility_timeout=ODD_TIMEOUT)
+
+
+def _seconds_of(timeout: Any) -> Any:
+    return getattr(timeout, "seconds", timeout)
 
 
 def _copy_with(lease: Any, field: str, value: Any) -> Any:
@@ -95,8 +112,31 @@ def _field(obj: Any, name: str) -> Any:
     return getattr(obj, name, "<missing>")
 
 
+def lease_fields(backend: Backend) -> int:
+    qq = _odd_probe(backend)
+    try:
+        lease = qq.leased("a")
+        carried = _seconds_of(_field(lease, "visibility_timeout"))
+        if carried != ODD_TIMEOUT:
+            raise Failed(
+                f"a lease of a queue made with visibility_timeout={ODD_TIMEOUT} carries visibility_timeout "
+                f"{_field(lease, 'visibility_timeout')!r}; docs/API.md: a lease carries the timeout it was issued with"
+            )
+        if qq.caps.injected_clock and _field(lease, "deadline") != ODD_CLOCK + ODD_TIMEOUT:
+            raise Failed(
+                f"a lease acquired at clock {ODD_CLOCK} on a queue with visibility_timeout={ODD_TIMEOUT} has deadline "
+                f"{_field(lease, 'deadline')!r}; docs/API.md: deadlines are clock.now() + visibility_timeout.seconds "
+                f"({ODD_CLOCK + ODD_TIMEOUT!r})"
+            )
+        if qq.call("ack(lease)", lambda: qq.q.ack(lease)) is not True:
+            raise Failed("ack of the live lease did not return True")
+        return qq.calls
+    finally:
+        qq.close()
+
+
 def json_round_trip(backend: Backend) -> int:
-    qq = Probe(backend)
+    qq = _odd_probe(backend)
     try:
         lease = qq.leased("a")
         ref = lease.ref
@@ -120,8 +160,57 @@ def json_round_trip(backend: Backend) -> int:
         ]
         if wrong:
             raise Failed("type(lease).from_json(lease.to_json()) differs field by field: " + "; ".join(wrong))
+        encoded = text.encode()
+        from_bytes = qq.call("type(lease).from_json(lease.to_json().encode())", lambda: type(redelivered).from_json(encoded))
+        wrong = [
+            f"{name} is {_field(from_bytes, name)!r}, not {_field(redelivered, name)!r}"
+            for name in _LEASE_FIELDS
+            if _field(from_bytes, name) != _field(redelivered, name)
+        ]
+        if wrong:
+            raise Failed("type(lease).from_json(lease.to_json().encode()) (docs/API.md: from_json takes a str or "
+                         "bytes) differs field by field: " + "; ".join(wrong))  # fmt: skip
         if qq.call("ack(the round-tripped lease)", lambda: qq.q.ack(twin)) is not True:
             raise Failed("ack of the round-tripped lease did not return True")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+# Text a Lease.from_json must refuse with ValueError (TypeError for a value that is no str or
+# bytes), never another exception: JSON of the wrong shape, not JSON, nested past MAX_NESTING.
+_HOSTILE_JSON: tuple[tuple[str, Any], ...] = (
+    ("'{}'", "{}"),
+    ("'[]'", "[]"),
+    ("'null'", "null"),
+    ("'{\"ref\": 1}'", '{"ref": 1}'),
+    ("'not json'", "not json"),
+    ("b'\\xff'", b"\xff"),
+    (f"'[' * {50 * MAX_NESTING}", "[" * (50 * MAX_NESTING)),
+    ("42", 42),
+    ("None", None),
+)
+
+
+def lease_json_hostile(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        lease = qq.leased("a")
+        for what, value in _HOSTILE_JSON:
+            qq.calls += 1
+            try:
+                got = type(lease).from_json(value)
+            except Exception as exc:  # noqa: BLE001 - classified below
+                if rejection_kind(exc) != "invalid":
+                    raise Failed(
+                        f"type(lease).from_json({what}) raised {type(exc).__name__}: {str(exc)[:200]}; docs/API.md: "
+                        f"from_json raises ValueError for text that is not a lease's JSON (TypeError for a value "
+                        f"that is no str or bytes), never another exception"
+                    ) from exc
+                continue
+            raise Failed(f"type(lease).from_json({what}) returned {got!r}; it is no lease's JSON: a ValueError")
+        if qq.call("ack(lease)", lambda: qq.q.ack(lease)) is not True:
+            raise Failed("ack of the live lease did not return True")
         return qq.calls
     finally:
         qq.close()
@@ -155,6 +244,29 @@ def lease_id_below_1(backend: Backend) -> int:
                                 f"lease with lease_id={bad}")
         if qq.call("ack(the real lease)", lambda: qq.q.ack(lease)) is not True:
             raise Failed("after the leases with ids below 1 were refused, ack of the real lease did not return True")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+class _Id(int):
+    """An ``int`` subclass: no lease id (docs/API.md: an id is exactly an ``int``)."""
+
+
+def lease_id_not_int(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        lease = qq.leased("a")
+        number = lease.lease_id
+        bads: list[tuple[str, Any]] = [(f"{float(number)!r} (a float)", float(number)), (f"_Id({number}) (an int subclass)", _Id(number))]
+        if number == 1:
+            bads.insert(0, ("True (a bool, == 1)", True))
+        for label, bad in bads:
+            twin = _copy_with(lease, "lease_id", bad)
+            _refused_everywhere(qq, twin, "invalid", f"a copy of the live lease with lease_id={label}, which no queue "
+                                f"mints: docs/API.md, a TypeError", f"lease with lease_id={label}")  # fmt: skip
+        if qq.call("ack(the real lease)", lambda: qq.q.ack(lease)) is not True:
+            raise Failed("after the leases with ids that are no int were refused, ack of the real lease did not return True")
         return qq.calls
     finally:
         qq.close()

@@ -1,0 +1,148 @@
+"""The ``calls`` phase's checks of arguments a queue must refuse: durations
+out of range, a dead letter's reason that is no text, a ref of another store
+under the same scheme.  ``refqueue.conformance.calls`` lists them
+(``NAMED_CHECKS``) and says what each checks (``durations-above-max``,
+``durations-not-positive``, ``dead-letter-reason``, ``foreign-uri-same-scheme``);
+each runs on a fresh queue (``probe.Probe``).
+
+docs/API.md: every public call validates its arguments and a rejected call
+changes nothing.  The walks and the lockstep machine pass only the values a
+correct caller passes (and ``acquire``'s bad intervals); these are the ones a
+careless caller passes, each refused (``TypeError``/``ValueError``) with the
+queue's counts unchanged, and the real call then still works.  A call that
+takes a bad interval may wait it out or spin: each runs in a thread joined
+with a timeout (``probe.bounded``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from refqueue.conformance.contract import Backend, rejection_kind
+from refqueue.conformance.probe import Failed, Probe, bounded
+
+__all__ = ["dead_letter_reason", "durations_above_max", "durations_not_positive", "foreign_uri_same_scheme"]
+
+
+def _refused_in_time(qq: Probe, what: str, call: Callable[[], Any], rule: str) -> None:
+    """``call()`` raises TypeError/ValueError (in a thread joined with a timeout: one
+    that takes its argument may wait or spin); ``rule`` says what docs/API.md asks."""
+    box: list[Any] = []
+    try:
+        bounded(what, lambda: box.append(call()))
+    except Failed as failed:
+        error = failed.__cause__
+        if error is None:  # still running: it took the argument
+            raise Failed(f"{what} did not raise within the check's wait; docs/API.md: {rule}") from None
+        if rejection_kind(error) != "invalid":
+            raise Failed(f"{what} raised {type(error).__name__}: {error}; docs/API.md: {rule}") from error
+    else:
+        raise Failed(f"{what} returned {box[0]!r}; docs/API.md: {rule}")
+    qq.calls += 1
+
+
+def _duration_calls(qq: Probe, lease: Any, ref: Any, seconds: float) -> list[tuple[str, Callable[[], Any]]]:
+    """Every call of the queue that takes a number of seconds, given ``seconds``."""
+    calls: list[tuple[str, Callable[[], Any]]] = []
+    if qq.caps.extend:
+        calls.append((f"extend(lease, {seconds!r})", lambda: qq.q.extend(lease, seconds)))
+    calls.append((f"acquire(poll_interval={seconds!r})", lambda: qq.q.acquire(poll_interval=seconds)))
+    calls.append((
+        f"put_blocks_until_below(ref, poll_interval={seconds!r})",
+        lambda: qq.q.put_blocks_until_below(ref, poll_interval=seconds),
+    ))  # fmt: skip
+    if qq.caps.reclaimer:
+        calls.append((f"start_reclaimer({seconds!r})", lambda: qq.q.start_reclaimer(seconds)))
+    return calls
+
+
+def _durations_refused(backend: Backend, values: tuple[float, ...], rule: str) -> int:
+    qq = Probe(backend)
+    try:
+        lease = qq.leased("a")
+        ref = qq.ref("b")
+        before = qq.counts()
+        deadline = lease.deadline
+        for seconds in values:
+            for what, call in _duration_calls(qq, lease, ref, seconds):
+                _refused_in_time(qq, what, call, rule)
+                qq.expect_counts(before, what)
+        if qq.caps.injected_clock and getattr(lease, "deadline", None) != deadline:
+            raise Failed(f"a refused extend changed the lease's deadline to {lease.deadline!r}")
+        if qq.caps.extend and qq.call("extend(lease, 5.0)", lambda: qq.q.extend(lease, 5.0)) is not True:
+            raise Failed("after the refused durations, extend(lease, 5.0) of the live lease did not return True")
+        if qq.call("ack(lease)", lambda: qq.q.ack(lease)) is not True:
+            raise Failed("after the refused durations, ack of the live lease did not return True")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def durations_above_max(backend: Backend) -> int:
+    """Every duration a queue takes is at most ``threading.TIMEOUT_MAX`` (docs/API.md, Durations)."""
+    return _durations_refused(
+        backend, (1e300, threading.TIMEOUT_MAX * 2),
+        f"every duration is at most threading.TIMEOUT_MAX ({threading.TIMEOUT_MAX}), above it a ValueError that "
+        f"names the value and the maximum",
+    )  # fmt: skip
+
+
+def durations_not_positive(backend: Backend) -> int:
+    """Every duration a queue takes is > 0 and finite (``math.inf`` only as a poll interval)."""
+    return _durations_refused(
+        backend, (0, 0.0, -1.0, math.nan, -math.inf),
+        "a duration (extend's seconds, a poll interval, the reclaimer's interval) is a number > 0 (finite, but for "
+        "a poll interval's math.inf); 0, a negative number and nan are a ValueError, nothing changes",
+    )  # fmt: skip
+
+
+_BAD_REASONS: tuple[object, ...] = ("", 42, 1.5, None, b"poison", ["poison"], ("poison",))
+
+
+def dead_letter_reason(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        lease = qq.leased("a")
+        before = qq.counts()
+        dead_before = len(qq.call("dead_letters()", qq.q.dead_letters))
+        for reason in _BAD_REASONS:
+            what = f"dead_letter(lease, {reason!r})"
+            qq.refuses(what, lambda reason=reason: qq.q.dead_letter(lease, reason), "invalid")
+            qq.expect_counts(before, what)
+        listed = qq.call("dead_letters()", qq.q.dead_letters)
+        if len(listed) != dead_before:
+            raise Failed(f"after dead_letter calls with reasons that are no non-empty str were refused, dead_letters() "
+                         f"lists {listed!r}; a refused call changes nothing")  # fmt: skip
+        if qq.call("dead_letter(lease, 'poison')", lambda: qq.q.dead_letter(lease, "poison")) is not True:
+            raise Failed("after the refused reasons, dead_letter(lease, 'poison') of the live lease did not return True")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def foreign_uri_same_scheme(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        ref = qq.ref("a")
+        scheme = ref.store_uri.split("://", 1)[0]
+        other = f"{scheme}://conformance-elsewhere"
+        if other == ref.store_uri:
+            other += "-2"
+        twin = dataclasses.replace(ref, store_uri=other)
+        before = qq.counts()
+        rule = f"(put of a ref for another store URI: {other!r}, this store is {ref.store_uri!r})"
+        qq.refuses(f"put(ref of {other!r}) {rule}", lambda: qq.q.put(twin), "invalid")
+        qq.expect_counts(before, f"put(ref of {other!r})")
+        qq.refuses(f"put_blocks_until_below(ref of {other!r}) {rule}", lambda: qq.q.put_blocks_until_below(twin), "invalid")
+        qq.expect_counts(before, f"put_blocks_until_below(ref of {other!r})")
+        qq.call("put(the store's own ref)", lambda: qq.q.put(ref))
+        lease = qq.acquire("acquire() with 'a' pending")
+        if lease is None or lease.ref.store_uri != ref.store_uri:
+            raise Failed(f"acquire() after put of the store's own ref returned {lease!r}, not that ref's lease")
+        return qq.calls
+    finally:
+        qq.close()

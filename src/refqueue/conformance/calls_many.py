@@ -1,0 +1,104 @@
+"""The ``calls`` phase's checks that take many calls to show: many dead
+letters kept, many threads putting one id at once.  ``refqueue.conformance.calls``
+lists them (``NAMED_CHECKS``) and says what each checks (``dead-letters-kept``,
+``put-duplicate-concurrent``); each runs on a fresh queue (``probe.Probe``).
+
+The walks keep a handful of samples and the threads phase gives each thread
+its own ids, so a queue that keeps only its newest hundred dead letters, or
+whose ``put`` checks for a duplicate and enqueues in two steps, passes them.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+from refqueue.conformance.contract import Backend, rejection_kind
+from refqueue.conformance.probe import WITHIN, Failed, Probe
+
+__all__ = ["KEPT", "PUTTERS", "PUT_ROUNDS", "dead_letters_kept", "put_duplicate_concurrent"]
+
+KEPT = 300  # dead letters on one queue: far below docs/API.md's default dead_letter_limit (10,000)
+PUTTERS = 4  # threads putting the same ref at once
+PUT_ROUNDS = 150  # rounds of them, each on a fresh id
+_SWITCH_S = 1e-5  # the interpreter's thread switch interval during the rounds (default 5 ms): races show
+
+
+def dead_letters_kept(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        ids = [f"k{n}" for n in range(KEPT)]
+        for sample_id in ids:
+            lease = qq.leased(sample_id)
+            if qq.call(f"dead_letter(lease of {sample_id!r}, 'kit')", lambda: qq.q.dead_letter(lease, "kit")) is not True:
+                raise Failed(f"dead_letter of the live lease on {sample_id!r} did not return True")
+        listed = [getattr(getattr(d, "ref", None), "sample_id", None) for d in qq.call("dead_letters()", qq.q.dead_letters)]
+        if listed != ids:
+            missing = [i for i in ids if i not in listed]
+            raise Failed(
+                f"after {KEPT} dead letters on a queue made with the default dead_letter_limit (docs/API.md: 10,000), "
+                f"dead_letters() lists {len(listed)} ({len(missing)} missing, the first {missing[:3]}"
+                f"{'' if listed == [i for i in ids if i in listed] else '; and not in dead-letter order'}); it lists the "
+                f"newest dead_letter_limit not yet drained, in dead-letter order"
+            )
+        dropped = getattr(qq.q, "dead_letters_dropped", 0)
+        if dropped != 0:
+            raise Failed(f"after {KEPT} dead letters, below the default dead_letter_limit, dead_letters_dropped is {dropped!r}")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def put_duplicate_concurrent(backend: Backend) -> int:
+    qq = Probe(backend)
+    switch = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(_SWITCH_S)
+        for round_ in range(PUT_ROUNDS):
+            ref = qq.ref(f"d{round_}")
+            before = qq.call("pending_count()", qq.q.pending_count)
+            outcomes = _put_at_once(qq, ref)
+            accepted = [o for o in outcomes if o is None]
+            wrong = [o for o in outcomes if o is not None and rejection_kind(o) != "duplicate"]
+            if wrong:
+                raise Failed(f"{PUTTERS} threads put({ref.sample_id!r}) at once: one raised {type(wrong[0]).__name__}: "
+                             f"{wrong[0]}; all but one must raise DuplicateSample")  # fmt: skip
+            pending = qq.call("pending_count()", qq.q.pending_count)
+            if len(accepted) != 1 or pending != before + 1:
+                raise Failed(
+                    f"{PUTTERS} threads put({ref.sample_id!r}) of one new ref at once (round {round_ + 1} of "
+                    f"{PUT_ROUNDS}): {len(accepted)} returned and pending_count() went from {before} to {pending}; "
+                    f"docs/API.md: a put of an id pending or leased raises DuplicateSample, so exactly one is "
+                    f"accepted and the id is pending once (a put that checks for the id and enqueues in two steps "
+                    f"lets two in)"
+                )
+        return qq.calls
+    finally:
+        sys.setswitchinterval(switch)
+        qq.close()
+
+
+def _put_at_once(qq: Probe, ref: Any) -> list[BaseException | None]:
+    """``PUTTERS`` threads call ``put(ref)`` on one barrier: what each got (None: returned)."""
+    outcomes: list[BaseException | None] = []
+    start = threading.Barrier(PUTTERS, timeout=WITHIN)
+
+    def putter() -> None:
+        try:
+            start.wait()
+            qq.q.put(ref)
+        except BaseException as exc:  # noqa: BLE001 - judged by the caller
+            outcomes.append(exc)
+        else:
+            outcomes.append(None)
+
+    threads = [threading.Thread(target=putter, daemon=True) for _ in range(PUTTERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WITHIN)
+        if thread.is_alive():
+            raise Failed(f"{PUTTERS} threads calling put({ref.sample_id!r}) at once had not all returned after {WITHIN} s")
+    qq.calls += PUTTERS
+    return outcomes
