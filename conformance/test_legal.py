@@ -1,20 +1,35 @@
 """The legal variants (``conformance/legal``) use a freedom the contract gives
-them; the ci profile certifies each, and lists what it did not check."""
+them; the ci profile certifies each, and lists what it did not check.
+
+The default run certifies each variant with every phase's short pass (the
+ci profile's ``short()``: what ``--fail-fast`` runs first, every check of every
+phase on fewer walks, examples and histories), about a fifth of the time; the
+tests marked slow certify each with the whole ci profile."""
 
 import pytest
 
 from conformance.legal import LEGAL
-from refqueue.conformance.certify import PHASES, certify
+from refqueue.conformance.certify import PHASES, PROFILES, certify
 
 pytestmark = pytest.mark.torch
 
 
-@pytest.mark.parametrize("target", LEGAL)
-def test_ci_profile_certifies_legal_variant(target):
-    cert = certify(target, profile="ci", phases=PHASES)
+def _certified(target, profile):
+    cert = certify(target, profile=profile, phases=PHASES)
     assert cert.passed, f"{cert.failure}\n{cert.counterexample}"
     lacking = [name for name, value in cert.capabilities.items() if not value]
     assert len(cert.not_checked) >= len(lacking)
+
+
+@pytest.mark.parametrize("target", LEGAL)
+def test_every_phase_short_pass_certifies_legal_variant(target):
+    _certified(target, PROFILES["ci"].short())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", LEGAL)
+def test_ci_profile_certifies_legal_variant(target):
+    _certified(target, "ci")
 
 
 def test_seed_api_lists_the_checks_it_cannot_take():
