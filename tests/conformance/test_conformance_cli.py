@@ -12,7 +12,10 @@ from refqueue.conformance.certify import PROFILES, Profile, certify
 from refqueue.conformance.cli import DEFAULT_BACKEND
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = Profile("ci", examples=5, steps_per_example=10, walks=5, walk_length=5, hypothesis_profile="default")
+TINY = Profile(
+    "ci", examples=5, steps_per_example=10, walks=5, walk_length=5, hypothesis_profile="default",
+    histories=2, history_ops=100, wake_trials=1,
+)  # fmt: skip
 
 pytestmark = pytest.mark.torch
 
