@@ -20,9 +20,20 @@ from typing import Any
 
 import refqueue
 
-__all__ = ["KIT_VERSION", "Certificate", "write_certificate"]
+__all__ = ["KIT_VERSION", "Certificate", "failing_run_text", "write_certificate"]
 
 KIT_VERSION = refqueue.__version__
+
+
+def failing_run_text(failure: dict[str, Any]) -> str:
+    """What the replay of ``failure`` runs: the shortest failing run of steps found,
+    or, for a failed named check (a phase of checks: nothing to shrink), that check."""
+    steps = failure.get("trace_steps", 0)
+    if failure.get("check") and not steps:
+        return f"the replay runs check {failure['check']} again on its own"
+    if failure.get("shrunk", True):
+        return f"shortest failing run {steps} steps"
+    return f"failing run {steps} steps, not shrunk"
 
 
 def configuration_of(backend: Any) -> dict[str, Any]:
@@ -165,8 +176,7 @@ class Certificate:
                 "",
                 f"- phase: {self.failure['phase']}" + (f", check {self.failure['check']}" if self.failure.get("check") else ""),
                 f"- caught after {self.failure['steps_to_failure']:,} steps",
-                f"- {'shortest failing run' if self.failure.get('shrunk', True) else 'failing run (not shrunk)'}: "
-                f"{self.failure['trace_steps']} steps",
+                f"- {failing_run_text(self.failure)}",
                 f"- {self.failure['message']}",
             ]
             if self.failure.get("test_file"):

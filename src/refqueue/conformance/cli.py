@@ -43,7 +43,7 @@ from typing import Any
 
 from refqueue._redact import redacted_text as redact
 from refqueue.conformance.phases import PHASES, phase, phase_of_entry
-from refqueue.conformance.certificate import configuration_text
+from refqueue.conformance.certificate import configuration_text, failing_run_text
 
 __all__ = ["DEFAULT_BACKEND", "add_arguments", "run", "seconds_argument", "seed_argument"]
 
@@ -418,8 +418,7 @@ def summary(cert: Any, paths: dict[str, Any]) -> str:
             )
         else:
             lines.append(
-                f"  {'failure':<13} {f['phase']}: caught after {f['steps_to_failure']:,} steps; "
-                f"shortest failing run {f['trace_steps']} steps"
+                f"  {'failure':<13} {f['phase']}: caught after {f['steps_to_failure']:,} steps; {failing_run_text(f)}"
             )
         lines.append(f"  {'':<13} {f['message']}")
         if f.get("short_pass"):

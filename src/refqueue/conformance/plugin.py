@@ -153,9 +153,10 @@ class ConformanceItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ConformanceFailure):
+            from refqueue.conformance.certificate import failing_run_text
+
             cert = excinfo.value.certificate
             f = cert.failure
-            shrunk = f.get("shrunk", True)
             kind = f.get("kind", "divergence")
             if kind != "divergence":
                 said = "could not be certified" if kind == "unfit" else "raised where docs/API.md says it returns"
@@ -165,8 +166,7 @@ class ConformanceItem(pytest.Item):
                 )
             return (
                 f"{self.target} diverges from the reference model ({f['phase']}, caught after "
-                f"{f['steps_to_failure']:,} steps; {'shortest ' if shrunk else ''}failing run "
-                f"{f['trace_steps']} steps{'' if shrunk else ', not shrunk'}):\n"
+                f"{f['steps_to_failure']:,} steps; {failing_run_text(f)}):\n"
                 f"{f['message']}\n\nReplay it with this test:\n\n{cert.counterexample}"
             )
         return str(super().repr_failure(excinfo, style))
