@@ -38,7 +38,9 @@ def test_seed_api_lists_the_checks_it_cannot_take():
     assert cert.passed, f"{cert.failure}\n{cert.counterexample}"
     assert cert.phases["producers"]["skipped"]
     checks = " ".join(str(n) for n in cert.not_checked)
-    for name in ("put-abort-when", "callbacks-outside-locks", "callbacks-in-order", "callback-errors-propagate"):
+    for name in (
+        "put-abort-when", "callbacks-outside-locks", "callbacks-in-order", "callback-errors-propagate", "callbacks-after-an-error"
+    ):
         assert name in checks, checks
 
 

@@ -57,6 +57,10 @@ def test_a_correct_backend_passes_every_check_within_the_bound(target):
         ("callback_swallowed", "callback-errors-propagate", "on_pause raised an exception and the caller of put_blocks_until_below('small', abort_when=lambda: True) got PutAborted"),
         ("reclaimer_idle", "reclaimer-reclaims", "start_reclaimer(0.01) with the clock past the only lease's deadline reclaimed nothing within 50 of its intervals (0.5 s;"),
         ("reclaimer_unstoppable", "reclaimer-stops", "after stop_reclaimer() returned, the next expired lease was reclaimed within 10 reclaimer intervals (0.1 s;"),
+        ("acquire_timer_restarts", "acquire-times-out-busy", "s past its poll interval and past the bound of 0.05 s, while, from half its interval on, a ref was put through the other client every 0.025 s and taken back with acquire_nowait() the moment it was pending, until the kit had taken one (1 put), so a put woke it to find nothing (in each of 3 attempts)"),
+        ("reclaimer_default_interval", "reclaimer-default-interval", "start_reclaimer() with no interval, on a queue whose visibility timeout is 2.0 s, had not reclaimed the expired lease on 'r0' 0.75 s after start_reclaimer() returned"),
+        ("parked_bytes_count", "put-abort-when", "two producers are blocked in put_blocks_until_below (each has consulted abort_when() twice, so each has parked its ref), but parked_bytes is 2, not 36 ('small' 18 + 'other' 18 bytes)"),
+        ("callbacks_dropped_on_error", "callbacks-after-an-error", "on_pause/on_resume were called ['pause'], not ['pause', 'resume']: the resume was never reported"),
     ],
 )  # fmt: skip
 def test_each_blind_spot_is_caught_by_its_named_check(mutant, check, says):
@@ -101,6 +105,7 @@ def test_checks_a_backend_declares_it_cannot_take_are_not_run_and_say_why():
     assert report.not_run == {
         "reclaimer-reclaims": "the backend does not declare reclaimer",
         "reclaimer-stops": "the backend does not declare reclaimer",
+        "reclaimer-default-interval": "the backend does not declare reclaimer",
     }
     assert not set(report.not_run) & set(report.checks)  # never passed
     cert = certify(backend_of(make, "base-without-reclaimer"), phases=("blocking",))
@@ -112,14 +117,16 @@ def test_without_an_injected_clock_the_reclaim_checks_are_not_run():
     make.capabilities = Capabilities(injected_clock=False)
     report = check_blocking(backend_of(make, "base-own-clock"))
     assert report.ok, report.failure
-    assert set(report.not_run) == {"acquire-woken-by-reclaim", "reclaimer-reclaims", "reclaimer-stops"}
+    assert set(report.not_run) == {
+        "acquire-woken-by-reclaim", "reclaimer-reclaims", "reclaimer-stops", "reclaimer-default-interval"
+    }
 
 
 def test_the_certificate_names_each_check_its_time_and_the_bound(tmp_path, capsys):
     rc = main(["certify", BASE, "--report", str(tmp_path), "--no-progress", "--wake-bound", "0.1", "--phase", "blocking"])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "  blocking      19 checks, slowest wakeup " in out and "(bound 0.1 s)" in out
+    assert "  blocking      22 checks, slowest wakeup " in out and "(bound 0.1 s)" in out
     for name in CHECKS:
         assert f"                {name:<26} " in out
     (report,) = tmp_path.glob("*.json")  # the certificate the run wrote

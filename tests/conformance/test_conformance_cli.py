@@ -35,7 +35,7 @@ def test_certify_passes_and_writes_the_certificate(tmp_path, monkeypatch, capsys
     assert "skipped" in data["phases"]["faults"]  # the base declares no faults
     assert list(data["phases"]["producers"]["checks"]) == ["deadlock", "orphan", "stress"]
     assert "  producers     3 checks (deadlock, orphan, stress), 22 blocking puts, slowest " in out
-    assert "  blocking      19 checks, slowest wakeup " in out
+    assert "  blocking      22 checks, slowest wakeup " in out
     assert "                acquire-woken-by-put " in out
     assert "**Verdict: PASS**" in (tmp_path / "conformance_mutants_base_make.md").read_text()
 

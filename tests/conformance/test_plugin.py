@@ -57,7 +57,9 @@ def test_seed_api_reports_each_check_it_cannot_take_as_skipped(pytester):
     for check in producers.CHECKS:
         # the producers phase bounds every wait by abort_when, which seed_api does not declare
         assert status[f"refqueue-conformance[producers:{check}]"] == "SKIPPED"
-    for check in ("put-abort-when", "callbacks-outside-locks", "callbacks-in-order", "callback-errors-propagate"):
+    for check in (
+        "put-abort-when", "callbacks-outside-locks", "callbacks-in-order", "callback-errors-propagate", "callbacks-after-an-error"
+    ):
         assert status[f"refqueue-conformance[blocking:{check}]"] == "SKIPPED"
         assert re.search(rf"SKIPPED \[1\] .*blocking: {check} not run: the backend does not declare abort_when", out)
     assert status["refqueue-conformance[blocking:acquire-woken-by-put]"] == "PASSED"

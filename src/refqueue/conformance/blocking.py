@@ -22,6 +22,20 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     ``None`` after its interval, neither before (a consumer that polls in a
     loop would spin) nor more than the bound after it (an interval rounded
     up to whole seconds, or ignored).
+``acquire-times-out-busy``
+    a consumer in ``acquire(poll_interval=4 * bound)``; from half its
+    interval on, every half bound, a ref is put through the other client and
+    taken back the moment it is pending (``acquire_nowait`` by the putter and
+    by a second thread spinning on it from before the put, bounded; without
+    ``acquire_nowait``, an ``acquire`` by the putter that finds it pending),
+    until the kit has taken one: that put wakes the consumer to find nothing,
+    and it must still return ``None`` within the bound of its interval,
+    counted from its call (a backend that starts the interval again after
+    such a wakeup returns half an interval late, and never on a busy queue).
+    A try in which the consumer takes a ref, or the kit took none while it
+    waited, says nothing: it is tried again on a fresh queue, ``BUSY_TRIES``
+    times in all, and the check fails as inconclusive (each try's reason) if
+    none concluded.
 ``acquire-woken-by-drain``
     the queue is closed with one lease outstanding, so two consumers blocked
     in ``acquire(poll_interval=30)`` must wait (the lease may come back); the
@@ -60,7 +74,10 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     the same producer, with ``abort_when`` and a poll interval of half the
     bound, keeps waiting while ``abort_when()`` is false and raises
     ``PutAborted`` within the bound once it turns true; the ref is not
-    enqueued (and ``parked_bytes`` is 0, where the backend has it).
+    enqueued.  A second producer blocks beside it the same way; once each has
+    consulted its ``abort_when`` twice (so each has parked: D8),
+    ``parked_bytes`` must be the sum of their refs' ``estimated_bytes``, and 0
+    after both raised (where the backend has ``parked_bytes``).
 ``put-inf-no-lost-wakeup``
     a producer in ``put_blocks_until_below(ref, poll_interval=math.inf,
     abort_when=...)`` takes a step that pauses (with work a consumer can
@@ -91,6 +108,15 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     an exception raised by ``on_pause`` (``on_resume``) reaches the caller of
     the ``put_blocks_until_below`` that delivered it, and the transition it
     reports committed: ``is_paused`` is True (False, and the ref enqueued).
+``callbacks-after-an-error``
+    ``on_pause`` is held open (it waits for the kit) and then raises; while it
+    is held, another producer's one-step put resumes the queue.  The pausing
+    call must raise the callback's exception, and ``on_resume`` must still be
+    called, exactly once: by the thread whose ``on_pause`` raised, by the
+    producer that resumed, or at the latest by the next step (a one-step put
+    that changes nothing): the calls are ``pause, resume``.  A backend that
+    drops the callbacks queued behind one that raised never reports the
+    resume.
 ``reclaimer-reclaims``
     with the clock past a lease's deadline, ``start_reclaimer(interval)``
     takes the lease back with nobody calling ``reclaim_expired``: a consumer
@@ -102,6 +128,14 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     for something that must *not* happen, bounded in the reclaimer's own
     interval as its unit; then ``reclaim_expired()`` by hand takes that
     lease back (so the lease really was due).
+``reclaimer-default-interval``
+    ``start_reclaimer()`` with no interval, on a queue whose visibility
+    timeout is ``DEFAULT_VISIBILITY`` (2 s), with the clock past a lease's
+    deadline: a consumer blocked in ``acquire`` gets the ref again within a
+    quarter of the timeout plus ``DEFAULT_SLACK`` (0.5 + 0.25 s) of
+    ``start_reclaimer``'s return; it leases it again, the clock passes the new
+    deadline, and the next reclaim must come as soon after that.  A reclaimer
+    that ticks once per timeout takes 2 s.
 
 A check whose capability the backend declares absent (``injected_clock`` for
 the reclaim checks, ``reclaimer``, ``abort_when``) is listed as not run, with
@@ -110,10 +144,11 @@ the reason; it never passes.
 Every wait is bounded: a thread is joined, or an ``Event`` waited on, with a
 timeout; a call still running after ``GIVE_UP`` times the bound is reported
 with the check, the call and how long it had waited (its daemon thread is
-left behind).  Every check that measures a wakeup but ``acquire-times-out``
-makes each waking call after a random offset drawn from the certification's
-seed, and runs ``trials`` times (the profile's ``wake_trials``), so that a
-backend that polls instead of waking is caught with a stated probability
+left behind).  Every check that measures a wakeup but the two
+``acquire-times-out`` checks (they measure an interval) makes each waking
+call after a random offset drawn from the certification's seed, and runs
+``trials`` times (the profile's ``wake_trials``), so that a backend
+that polls instead of waking is caught with a stated probability
 (``refqueue.conformance.timing``: the model, and the escape probability the
 certificate states).  A wakeup that came, but later than the bound, is
 measured again on a fresh queue at the same offsets, up to ``ATTEMPTS``
@@ -214,6 +249,13 @@ NAMED_CHECKS: tuple[Check, ...] = (
         randomised=False,  # it measures an interval: no waking call
     ),
     Wakeup(
+        "acquire-times-out-busy",
+        "acquire(poll_interval=4 * bound) returns None within the bound of its interval while refs are put and taken "
+        "back at once (woken, it finds nothing)",
+        consumers.acquire_times_out_busy,
+        randomised=False,  # it measures an interval: the puts only wake it
+    ),
+    Wakeup(
         "acquire-woken-by-drain",
         "two consumers blocked in acquire(poll_interval=30) on a closed queue with a lease out return None within the "
         "bound of the ack (and, on a fresh queue, the dead_letter) that drains it",
@@ -258,8 +300,8 @@ NAMED_CHECKS: tuple[Check, ...] = (
     ),
     Wakeup(
         "put-abort-when",
-        "a blocked producer waits while abort_when() is false and raises PutAborted within the bound once it is true; "
-        "its ref is not enqueued",
+        "two blocked producers wait while abort_when() is false (parked_bytes: their refs' bytes) and raise PutAborted "
+        "within the bound once it is true; their refs are not enqueued",
         producers.abort_when,
         ("abort_when",),
     ),
@@ -291,6 +333,13 @@ NAMED_CHECKS: tuple[Check, ...] = (
         _STEPS,
     ),
     Check(
+        "callbacks-after-an-error",
+        "with on_pause held open and then raising, another producer's resume is still reported: on_resume once, "
+        "at the latest by the next step",
+        producers.callbacks_after_an_error,
+        _STEPS,
+    ),
+    Check(
         "reclaimer-reclaims",
         f"start_reclaimer({consumers.RECLAIMER_INTERVAL}) reclaims an expired lease within "
         f"{consumers.RECLAIM_WITHIN} intervals with nobody calling reclaim_expired",
@@ -302,6 +351,13 @@ NAMED_CHECKS: tuple[Check, ...] = (
         f"after stop_reclaimer() nothing is reclaimed for {consumers.STOPPED_FOR} intervals (a bounded wait for what "
         f"must not happen), then reclaim_expired() by hand finds the lease due",
         consumers.reclaimer_stops,
+        _RECLAIMER,
+    ),
+    Check(
+        "reclaimer-default-interval",
+        f"start_reclaimer() with no interval (visibility timeout {consumers.DEFAULT_VISIBILITY} s) reclaims an expired "
+        f"lease within a quarter of the timeout (+ {consumers.DEFAULT_SLACK} s), twice",
+        consumers.reclaimer_default_interval,
         _RECLAIMER,
     ),
 )

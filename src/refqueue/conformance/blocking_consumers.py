@@ -1,29 +1,41 @@
 """The ``blocking`` phase's checks of consumers: a blocked ``acquire`` woken by
 ``put``, ``fail``, a reclaim, ``close`` and the ack or dead-letter that drains
-a closed queue; an idle ``acquire`` returning after its poll interval; several
-blocked consumers each woken; and the background reclaimer (it reclaims, and
-a stopped one does not).  ``refqueue.conformance.blocking`` lists them and
+a closed queue; an idle ``acquire`` returning after its poll interval, on an
+empty queue and on a busy one whose every ref another consumer takes first;
+several blocked consumers each woken; and the background reclaimer (it
+reclaims, a stopped one does not, and with no interval it runs every quarter
+of the visibility timeout).  ``refqueue.conformance.blocking`` lists them and
 says what each checks; each is ``check(attempt) -> float`` (the latency of
 the wakeup it measured, or the time it waited) and raises ``Failed``/``Late``.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
+from typing import Any
 
 from refqueue.conformance.wakeups import (
-    ATTEMPTS, VISIBILITY, Attempt, Failed, Late, blocked_consumer, expect_lease, leased, no_error, show,
+    ATTEMPTS, LONG_POLL, VISIBILITY, Attempt, Failed, Late, WaitQueue, blocked_consumer, expect_lease, leased,
+    no_error, show,
 )  # fmt: skip
 
 __all__ = [
-    "RECLAIMER_INTERVAL", "RECLAIM_WITHIN", "STOPPED_FOR", "acquire_times_out", "all_woken_by_close",
-    "each_woken_by_puts", "reclaimer_reclaims", "reclaimer_stops", "woken_by_close", "woken_by_drain",
+    "BUSY_TRIES", "DEFAULT_SLACK", "DEFAULT_VISIBILITY", "RECLAIMER_INTERVAL", "RECLAIM_WITHIN", "STOPPED_FOR",
+    "acquire_times_out", "acquire_times_out_busy", "all_woken_by_close", "each_woken_by_puts",
+    "reclaimer_default_interval", "reclaimer_reclaims", "reclaimer_stops", "woken_by_close", "woken_by_drain",
     "woken_by_fail", "woken_by_put", "woken_by_reclaim",
 ]  # fmt: skip
 
 RECLAIMER_INTERVAL = 0.01  # seconds; start_reclaimer's interval
 RECLAIM_WITHIN = 50  # intervals the reclaimer may take to reclaim an expired lease
 STOPPED_FOR = 10  # intervals a stopped reclaimer is watched for a reclaim that must not come
+BUSY_TRIES = 5  # fresh queues tried when the waiting consumer takes a churned ref (an inconclusive try)
+# start_reclaimer() with no interval: a visibility timeout whose quarter (0.5 s) and whole (2 s)
+# are far apart in real seconds, and how far past a quarter a reclaim may come (a thread's wakeup).
+DEFAULT_VISIBILITY = 2.0
+DEFAULT_SLACK = DEFAULT_VISIBILITY / 8
 
 
 def woken_by_put(attempt: Attempt) -> float:
@@ -108,6 +120,129 @@ def acquire_times_out(attempt: Attempt) -> float:
             late,
         )
     return max(0.0, late)
+
+
+def acquire_times_out_busy(attempt: Attempt) -> float:
+    inconclusive: list[str] = []
+    for _ in range(BUSY_TRIES):
+        late = _busy_try(attempt, inconclusive)
+        if late is not None:
+            return late
+    raise Failed(
+        f"inconclusive in each of {BUSY_TRIES} tries, on fresh queues: {'; '.join(inconclusive)}; the consumer must "
+        f"be woken and find nothing (the kit took the ref first) for its timeout to be checked"
+    )
+
+
+def _busy_try(attempt: Attempt, inconclusive: list[str]) -> float | None:
+    """One try of ``acquire-times-out-busy``: the consumer's lateness past its
+    interval, or None (noted in ``inconclusive``) when it took a churned ref or
+    the kit took none while it waited."""
+    qq = attempt.queue(watermarks=False, visibility=VISIBILITY)
+    poll = 4 * qq.bound
+    period = qq.bound / 2
+    consumer = qq.start(f"acquire(poll_interval={poll})", lambda: qq.q.acquire(poll_interval=poll))
+    qq.stays_blocked(consumer, "with nothing pending and the queue open it must wait")
+    churn = _Churn(qq, consumer.started + poll / 2, period, attempt.backend.capabilities.acquire_nowait)
+    within = poll + qq.give_up
+    ended = consumer.done.wait(max(0.0, consumer.started + within - time.monotonic()))
+    churn.stop.set()
+    for call in churn.calls:
+        if not call.done.wait(qq.give_up):
+            raise Failed(f"the kit's {call.what} hung ({qq.observed()})")
+        no_error(call)
+    busy = (
+        f"while, from half its interval on, a ref was put through the other client every {period} s and taken back "
+        f"with {churn.taker} the moment it was pending, until the kit had taken one ({len(churn.puts)} "
+        f"put{'s' if len(churn.puts) != 1 else ''}), so a put woke it to find nothing"
+    )
+    if not ended:
+        raise Failed(
+            f"{consumer.what} was still blocked {within} s after it was called, {busy} ({qq.observed()}); docs/API.md: "
+            f"acquire waits up to poll_interval for a ref and returns None if none came, so a wakeup that brought "
+            f"nothing must not start its interval again (on a busy queue it would never return)"
+        )
+    no_error(consumer)
+    if consumer.value is not None:
+        inconclusive.append(f"{consumer.what} took {show(consumer.value)} before the kit could")
+        return None
+    if not [t for t in churn.took if t < consumer.at]:
+        inconclusive.append(f"{consumer.what} returned None before the kit had taken a ref back")
+        return None
+    took = consumer.at - consumer.started
+    late = took - poll
+    if late > qq.bound:
+        raise Late(
+            f"{consumer.what} returned None {took:.3f} s after it was called, {late:.3f} s past its poll interval and "
+            f"past the bound of {qq.bound} s, {busy} (in each of {ATTEMPTS} attempts); docs/API.md: it waits up to "
+            f"poll_interval for a ref, counted from its call, not from its last wakeup",
+            late,
+        )
+    return max(0.0, late)
+
+
+class _Churn:
+    """The traffic of one try of ``acquire-times-out-busy``: from ``start`` (a
+    ``time.monotonic()``) on, every ``period`` seconds (a pacing timer), a fresh
+    ref is put through the other client and taken back the moment it is
+    pending, until the kit has taken one (each put is a chance for the waiting
+    consumer to win the race instead, which makes the try inconclusive).
+
+    With ``acquire_nowait`` the putter calls it at once after its put, and a
+    second thread spins on it from before the put until the ref is taken
+    (bounded): one of them wins the race even where the woken consumer's
+    acquire is a round trip shorter than a put's reply and then another call.
+    Without it, the putter takes the ref with an ``acquire`` that finds it
+    pending.  ``puts`` and ``took`` are when each put returned and each ref
+    was taken back; ``calls`` the kit's threads, ended by ``stop``."""
+
+    def __init__(self, qq: WaitQueue, start: float, period: float, nowait: bool) -> None:
+        self.qq, self.start, self.period, self.nowait = qq, start, period, nowait
+        self.taker = "acquire_nowait()" if nowait else f"acquire(poll_interval={period})"
+        self.stop = threading.Event()
+        self.puts: list[float] = []
+        self.took: list[float] = []
+        self.rounds: queue.Queue[tuple[threading.Event, threading.Event]] = queue.Queue()  # (spinning, taken)
+        self.calls = [qq.start(f"put then {self.taker} every {period} s", self._put_every)]
+        if nowait:
+            self.calls.append(qq.start("acquire_nowait() from before each put", self._spin_each))
+
+    def _taken(self, lease: Any, by: Any, taken: threading.Event) -> None:
+        taken.set()
+        self.took.append(time.monotonic())
+        by.ack(lease)
+
+    def _put_every(self) -> None:
+        qq, k = self.qq, 0
+        if self.stop.wait(max(0.0, self.start - time.monotonic())):
+            return
+        while not self.took:
+            ref = qq.store_put(f"busy{k}", 1)
+            k += 1
+            spinning, taken = threading.Event(), threading.Event()
+            if self.nowait:
+                self.rounds.put((spinning, taken))
+                spinning.wait(self.period)
+            qq.w.put(ref)
+            self.puts.append(time.monotonic())
+            lease = qq.w.acquire_nowait() if self.nowait else qq.w.acquire(poll_interval=self.period)
+            if lease is not None:
+                self._taken(lease, qq.w, taken)
+            if self.stop.wait(self.period):
+                return
+
+    def _spin_each(self) -> None:
+        while not self.stop.is_set():
+            try:
+                spinning, taken = self.rounds.get(timeout=self.period)
+            except queue.Empty:
+                continue
+            spinning.set()
+            until = time.monotonic() + 2 * self.period
+            while not taken.is_set() and time.monotonic() < until:
+                lease = self.qq.q.acquire_nowait()
+                if lease is not None:
+                    self._taken(lease, self.qq.q, taken)
 
 
 def woken_by_drain(attempt: Attempt) -> float:
@@ -213,3 +348,31 @@ def reclaimer_stops(attempt: Attempt) -> float:
     if count != 1:
         raise Failed(f"reclaim_expired() by hand returned {count!r}; the lease past its deadline should be taken back: 1")
     return watch
+
+
+def reclaimer_default_interval(attempt: Attempt) -> float:
+    qq = attempt.queue(watermarks=False, visibility=DEFAULT_VISIBILITY)
+    quarter = DEFAULT_VISIBILITY / 4
+    within = quarter + DEFAULT_SLACK
+    leased(qq, "r0")
+    qq.clock.advance(DEFAULT_VISIBILITY + 1.0)
+    _, due = qq.ask_at("start_reclaimer()", qq.q.start_reclaimer)
+    since = "start_reclaimer() returned, the clock already past the lease's deadline"
+    waited = []
+    for redelivery in (1, 2):
+        consumer = qq.start(f"acquire(poll_interval={LONG_POLL})", lambda: qq.q.acquire(poll_interval=LONG_POLL))
+        if not consumer.done.wait(max(0.0, due + within - time.monotonic())):
+            raise Failed(
+                f"start_reclaimer() with no interval, on a queue whose visibility timeout is {DEFAULT_VISIBILITY} s, "
+                f"had not reclaimed the expired lease on 'r0' {within} s after {since} ({qq.observed()}); "
+                f"docs/API.md: the interval defaults to a quarter of the visibility timeout ({quarter} s), so an "
+                f"expired lease comes back within {quarter} s (the kit allows {DEFAULT_SLACK} s more)"
+            )
+        no_error(consumer)
+        expect_lease(consumer.value, "r0", redelivery, f"{consumer.what} after the reclaimer ran")
+        waited.append(consumer.at - due)
+        if redelivery == 1:  # the new lease falls due now: the reclaimer's next pass takes it back
+            qq.clock.advance(DEFAULT_VISIBILITY + 1.0)
+            due = time.monotonic()
+            since = "the clock passed the deadline of the lease taken after the first reclaim"
+    return max(waited)

@@ -1,8 +1,10 @@
 """The ``blocking`` phase's checks of producers and callbacks: a blocked
 ``put_blocks_until_below`` that pauses and is resumed by an ack, a
 dead-letter or another producer's step, raises on ``close`` and honours
-``abort_when``; ``on_pause``/``on_resume`` run outside every lock, one at a
-time in the order of the changes, and their exceptions reach the caller.
+``abort_when`` (its ref's bytes in ``parked_bytes`` meanwhile);
+``on_pause``/``on_resume`` run outside every lock, one at a time in the order
+of the changes, and their exceptions reach the caller without cancelling the
+report of a change made meanwhile.
 ``refqueue.conformance.blocking`` lists them and says what each checks; each
 is ``check(attempt) -> float | None`` (the latency of the wakeup it measured,
 if any) and raises ``Failed``/``Late``.
@@ -24,7 +26,8 @@ from refqueue.conformance.wakeups import (
 )  # fmt: skip
 
 __all__ = [
-    "abort_when", "all_woken_by_resume", "callback_errors_propagate", "callbacks_in_order", "callbacks_outside_locks",
+    "abort_when", "all_woken_by_resume", "callback_errors_propagate", "callbacks_after_an_error", "callbacks_in_order",
+    "callbacks_outside_locks",
     "lost_wakeup_in_window", "pauses_and_resumes", "put_woken_by_close", "put_woken_by_dead_letter",
 ]  # fmt: skip
 
@@ -34,10 +37,13 @@ PUT = "put_blocks_until_below"  # what the waking calls of these checks must wak
 # -- put_blocks_until_below: pause, resume, close, abort_when ------------------------------
 
 
-def _paused_producer(qq: WaitQueue, *, abort_when: Callable[[], bool] | None = None, poll: float = LONG_POLL) -> tuple[Any, Call]:
+def _paused_producer(
+    qq: WaitQueue, *, abort_when: Callable[[], bool] | None = None, poll: float = LONG_POLL
+) -> tuple[Any, Call, Any]:
     """A consumer holds a lease on a ``2b`` sample, a ``b`` sample is stored, and its
     producer blocks in ``put_blocks_until_below``: effective residency ``3b - b = 2b``
-    is at ``high`` and there is work a consumer can free.  The lease, and the call."""
+    is at ``high`` and there is work a consumer can free.  The lease, the call and
+    its ref ('small')."""
     big = qq.store_put("big", 2)
     qq.ask("put('big')", lambda: qq.q.put(big))
     lease = qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound))
@@ -56,14 +62,14 @@ def _paused_producer(qq: WaitQueue, *, abort_when: Callable[[], bool] | None = N
     paused = qq.ask("is_paused", lambda: qq.q.is_paused)
     if paused is not True:
         raise Failed(f"the producer is blocked at high, but is_paused is {paused!r}")
-    return lease, producer
+    return lease, producer, small
 
 
 def _resumed_by(attempt: Attempt, how: str) -> float:
     """The paused producer is woken, resumed and admitted by ``how`` ("ack" or
     "dead_letter") of the lease on 'big', which brings residency to low."""
     qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
-    lease, producer = _paused_producer(qq)
+    lease, producer, _ = _paused_producer(qq)
     if how == "ack":
         what = "ack(lease of 'big')"
         answer, at = qq.waking(what, lambda: qq.w.ack(lease), wakes=PUT)
@@ -123,7 +129,7 @@ def all_woken_by_resume(attempt: Attempt) -> float:
 
 def put_woken_by_close(attempt: Attempt) -> float:
     qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
-    _, first = _paused_producer(qq)
+    _, first, _ = _paused_producer(qq)
     # A second producer blocks beside it: 4b stored, 'small' (b) parked, its own b: 2b, still paused.
     second = blocked_producer(
         qq, qq.store_put("other", 1), "a second producer at high (4b stored, 'small' parked, its own b: 2b) must wait too"
@@ -139,22 +145,68 @@ def put_woken_by_close(attempt: Attempt) -> float:
     return latency
 
 
+def _consulted(abort: threading.Event) -> tuple[Callable[[], bool], threading.Event]:
+    """An ``abort_when`` that answers ``abort.is_set()``, and an ``Event`` set when it
+    is consulted the second time: its producer has parked by then (it parks when it
+    goes to wait after the first, and stays parked until its call ends: D8)."""
+    consults = [0]
+    parked = threading.Event()
+
+    def abort_when() -> bool:
+        consults[0] += 1
+        if consults[0] >= 2:
+            parked.set()
+        return abort.is_set()
+
+    return abort_when, parked
+
+
 def abort_when(attempt: Attempt) -> float:
     qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
     abort = threading.Event()
-    _, producer = _paused_producer(qq, abort_when=abort.is_set, poll=qq.bound / 2)
+    poll = qq.bound / 2
+    first_when, first_parked = _consulted(abort)
+    _, first, small = _paused_producer(qq, abort_when=first_when, poll=poll)
+    # A second producer blocks beside it: 4b stored, 'small' (b) parked, its own b: 2b, still paused.
+    other = qq.store_put("other", 1)
+    second_when, second_parked = _consulted(abort)
+    second = blocked_producer(
+        qq, other, "a second producer at high (4b stored, 'small' parked, its own b: 2b) must wait too while "
+        "abort_when() is false", abort_when=second_when, poll=poll,
+    )  # fmt: skip
+    producers = (first, second)
+    for producer, parked in ((first, first_parked), (second, second_parked)):
+        if not parked.wait(qq.give_up):
+            raise Failed(
+                f"{producer.what} did not consult abort_when() again within {qq.give_up} s ({qq.observed()}); "
+                f"blocked with poll_interval={poll}, it must step again and consult it after each interval"
+            )
+    if hasattr(type(qq.q), "parked_bytes"):
+        parked_bytes = qq.ask("parked_bytes", lambda: qq.q.parked_bytes)
+        refs = (small, other)
+        want = sum(ref.estimated_bytes for ref in refs)
+        if parked_bytes != want:
+            sizes = " + ".join(f"{ref.sample_id!r} {ref.estimated_bytes}" for ref in refs)
+            raise Failed(
+                f"two producers are blocked in put_blocks_until_below (each has consulted abort_when() twice, so "
+                f"each has parked its ref), but parked_bytes is {parked_bytes!r}, not {want} ({sizes} bytes); "
+                f"docs/API.md: parked_bytes is the bytes of the refs whose producers are inside "
+                f"put_blocks_until_below now, the sum of their estimated_bytes (D8)"
+            )
     qq.after_offset("abort_when")  # polled at poll_interval by design: no escape stated for it
     abort.set()
-    latency = qq.woken(producer, "abort_when() turning true", time.monotonic())
-    if producer.error is None or rejection_kind(producer.error) != "aborted":
-        raise Failed(f"{producer.what} {outcome(producer)} once abort_when() was true; it must raise PutAborted")
+    at = time.monotonic()
+    latency = max(qq.woken(producer, "abort_when() turning true", at) for producer in producers)
+    for producer in producers:
+        if producer.error is None or rejection_kind(producer.error) != "aborted":
+            raise Failed(f"{producer.what} {outcome(producer)} once abort_when() was true; it must raise PutAborted")
     pending = qq.ask("pending_count()", qq.q.pending_count)
     if pending != 0:
-        raise Failed(f"{producer.what} raised PutAborted, but pending_count() is {pending}: the ref was enqueued")
+        raise Failed(f"the blocked producers raised PutAborted, but pending_count() is {pending}: a ref was enqueued")
     if hasattr(type(qq.q), "parked_bytes"):
         parked = qq.ask("parked_bytes", lambda: qq.q.parked_bytes)
         if parked != 0:
-            raise Failed(f"{producer.what} raised PutAborted, but parked_bytes is {parked!r}, not 0")
+            raise Failed(f"the blocked producers raised PutAborted, but parked_bytes is {parked!r}, not 0")
     return latency
 
 
@@ -431,4 +483,73 @@ def callback_errors_propagate(attempt: Attempt) -> None:
                 f"after on_resume raised, is_paused is {paused!r} and pending_count() {pending}; the step it reported "
                 f"must have committed: resumed (False) and 'small' enqueued (1)"
             )
+    return None
+
+
+def callbacks_after_an_error(attempt: Attempt) -> None:
+    # high 4b, low 2b: 'work' (b) leased, a 3b orphan; the step of 'p1' (b) sees 5b - b = 4b: pauses.
+    qq = attempt.queue(watermarks=(4, 2), visibility=VISIBILITY)
+    work = qq.store_put("work", 1)
+    qq.ask("put('work')", lambda: qq.q.put(work))
+    expect_lease(qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound)), "work", 0, "acquire() of 'work'")
+    orphan = qq.store_put("orphan", 3)
+    inside = threading.Event()  # on_pause has been entered
+    release = threading.Event()  # the kit lets on_pause raise
+
+    def pause_then_raise(health: Any) -> None:
+        inside.set()
+        release.wait(3 * qq.give_up)  # past the kit's own waits below, however slow the other thread
+        raise CallbackError("on_pause raised on purpose, once the kit let it")
+
+    qq.pause_hook = pause_then_raise
+    p1 = qq.store_put("p1", 1)
+    pauser = qq.start(
+        "put_blocks_until_below('p1', abort_when=lambda: True)",
+        lambda: qq.q.put_blocks_until_below(p1, abort_when=lambda: True),
+    )
+    if not inside.wait(qq.give_up):
+        raise Failed(
+            f"{pauser.what} with 'work' leased and a 3b orphan (effective 5b - b = 4b = high) did not call on_pause "
+            f"within {qq.give_up} s (calls: {qq.events}; {qq.observed()}); its step pauses the queue"
+        )
+    if qq.ask("store.scrub('orphan')", lambda: qq.store.scrub(orphan)) is not True:  # the queue hears nothing
+        raise Failed("store.scrub('orphan') did not return True")
+    # 3b resident ('work', 'p1', 'p2'), its own b: 2b = low, so this step resumes while on_pause runs.
+    p2 = qq.store_put("p2", 1)
+    resumer = qq.start(
+        "put_blocks_until_below('p2', abort_when=lambda: True)",
+        lambda: qq.q.put_blocks_until_below(p2, abort_when=lambda: True),
+    )
+    # It returns (its on_resume left queued behind on_pause) or waits for on_pause to end: a bounded wait for either.
+    resumer.done.wait(qq.give_up)
+    release.set()
+    for call in (pauser, resumer):
+        if not call.done.wait(qq.give_up):
+            raise Failed(f"{call.what} hung: it did not return within {qq.give_up} s of on_pause raising ({qq.observed()})")
+    if not isinstance(pauser.error, CallbackError):
+        raise Failed(
+            f"on_pause raised an exception and {pauser.what}, which delivered it, {outcome(pauser)}; docs/API.md: a "
+            f"callback's exception propagates out of the call that delivered it"
+        )
+    no_error(resumer)
+    # A step that changes nothing (4b resident, its own b: 3b, not paused): it delivers what is still queued.
+    after = _one_step(qq, qq.store_put("p3", 1), None)
+    if after is not None:
+        raise Failed(f"put_blocks_until_below('p3', abort_when=lambda: True) raised {type(after).__name__}: {after}")
+    if qq.events != ["pause", "resume"]:
+        raise Failed(
+            f"on_pause raised while {resumer.what} resumed the queue, and after it raised (and a later step, 'p3') "
+            f"on_pause/on_resume were called {qq.events}, not ['pause', 'resume']: the resume was "
+            f"{'reported more than once' if qq.events.count('resume') > 1 else 'never reported'}; docs/API.md: a "
+            f"change calls on_resume exactly once, a change made while another thread is inside a callback is "
+            f"reported after that callback returns, and a callback's exception propagates out of the call that "
+            f"delivered it (it does not cancel the reports of other changes)"
+        )
+    paused = qq.ask("is_paused", lambda: qq.q.is_paused)
+    pending = qq.ask("pending_count()", qq.q.pending_count)
+    if paused is not False or pending != 2:
+        raise Failed(
+            f"after the resume is_paused is {paused!r} and pending_count() {pending}; the queue resumed (False) and "
+            f"'p2' and 'p3' were enqueued (2)"
+        )
     return None
