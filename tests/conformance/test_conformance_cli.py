@@ -158,9 +158,9 @@ def test_pytest_plugin_runs_the_phases_of_a_backend(tmp_path):
         text=True,
     )  # fmt: skip
     assert run.returncode == 1, run.stdout + run.stderr
-    # construction, the 3 checks of producers and the 18 of blocking pass: close is not their concern
+    # construction, the 3 checks of producers and the 22 of blocking pass: close is not their concern
     # (the calls phase fails too: after `with queue:` exited, the pending ref is gone)
-    assert "4 failed, 23 passed" in run.stdout
+    assert "4 failed, 26 passed" in run.stdout
     assert "not-checked" not in run.stdout  # every capability declared: nothing left out
     assert "refqueue-conformance[walks]" in run.stdout and "refqueue-conformance[lockstep]" in run.stdout
     assert "Replay it with this test:" in run.stdout
