@@ -34,12 +34,15 @@ The phases, in the order they run (each module ``refqueue.conformance.NAME``):
                   the reclaimer twice, ``with queue:``, altered epochs, two
                   queues on one store, a failing scrub, JSON round trips, a
                   1,200-lease soak, dead letters drained while others are
-                  made), each a named check.  Imports ``calls_leases`` (a
-                  lease's epoch, id and JSON) and ``calls_state`` (state
-                  handed out or kept long: callbacks' health, returned lists,
-                  the deadline index, orphans) for some of the checks,
-                  ``probe`` (one queue, its calls judged), ``harness`` (the
-                  soak).
+                  made, bad arguments, one id put by four threads at once),
+                  each a named check.  Imports ``calls_leases`` (a lease's
+                  epoch, id, fields and JSON), ``calls_inputs`` (durations,
+                  reasons and store URIs a queue must refuse), ``calls_many``
+                  (hundreds of dead letters; concurrent puts of one id) and
+                  ``calls_state`` (state handed out or kept long: callbacks'
+                  health, returned lists, the deadline index, orphans) for
+                  some of the checks, ``probe`` (one queue, its calls
+                  judged), ``harness`` (the soak).
 ``faults``        for a backend that declares it (``Capabilities(faults=True)``
                   and ``FaultHooks``): lost replies at every state-changing
                   call, a client killed between commit and scrub, the
