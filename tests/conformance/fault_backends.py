@@ -365,6 +365,13 @@ class Hooks:
             queue.server.lose_state()  # type: ignore[union-attr]
         return None
 
+    def checkpoint(self, queue: Proxy) -> str | None:
+        return None  # the server's generation is its version: any rewind moves it
+
+    def rewind(self, queue: Proxy) -> str | None:
+        queue.server.lose_state()  # type: ignore[union-attr]  # older than what its clients saw: a new generation
+        return None
+
     def open_client(self, queue: Proxy, store: Any) -> Proxy:
         return self.proxy(queue.address, queue.server.generation, store, queue.server)  # type: ignore[union-attr]
 

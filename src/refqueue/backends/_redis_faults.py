@@ -8,6 +8,9 @@ socket and dropped with the connection (the script ran; the caller gets
 scrub (what a SIGKILL there leaves: the intent on the server, the data on
 the store), the server really restarts (``SHUTDOWN SAVE`` and a start that
 loads it: durable; a SIGKILL and a start with its files removed: lossy).
+A rewind puts back the queue's keys as ``checkpoint`` dumped them (``DUMP``
+and ``RESTORE``): what a server that lost its last writes comes back with
+(an ``appendfsync everysec`` crash, a failover to a lagging replica).
 Only the throwaway server this process started can be restarted; for a
 server named by ``-o url=`` the restart checks are reported as not run.
 """
@@ -30,6 +33,9 @@ class RedisFaults:
     """``FaultHooks`` over ``RedisSampleRefQueue`` clients."""
 
     intent_timeout = KIT_INTENT_DELAY
+
+    def __init__(self) -> None:
+        self._checkpoints: dict[str, dict[bytes, bytes]] = {}
 
     def lose_next_reply(self, queue: Any) -> None:
         """The next script of ``queue`` that may change the queue runs on the
@@ -59,6 +65,39 @@ class RedisFaults:
             )
         server.restart(durable=durable)
         return None
+
+    def checkpoint(self, queue: Any) -> str | None:
+        """Remember every key of ``queue``'s queue as it is now (``DUMP``), for ``rewind``."""
+        raw = self._raw(queue)
+        try:
+            self._checkpoints[queue._prefix] = {key: raw.dump(key) for key in raw.scan_iter(match=self._pattern(queue))}
+        finally:
+            raw.close()
+        return None
+
+    def rewind(self, queue: Any) -> str | None:
+        """The queue's keys go back to the last ``checkpoint``: every write since is lost."""
+        saved = self._checkpoints.get(queue._prefix)
+        if saved is None:
+            return "rewind without a checkpoint of this queue"
+        raw = self._raw(queue)
+        try:
+            for key in list(raw.scan_iter(match=self._pattern(queue))):
+                raw.delete(key)
+            for key, value in saved.items():
+                raw.restore(key, 0, value, replace=True)
+        finally:
+            raw.close()
+        return None
+
+    @staticmethod
+    def _raw(queue: Any) -> Any:
+        kwargs = {**queue._redis.connection_pool.connection_kwargs, "decode_responses": False}
+        return redis_py.Redis(connection_pool=redis_py.ConnectionPool(**kwargs))
+
+    @staticmethod
+    def _pattern(queue: Any) -> str:
+        return "".join("\\" + c if c in "*?[]{}\\" else c for c in queue._prefix) + "*"
 
     def open_client(self, queue: Any, store: Any) -> Any:
         """Another client of ``queue``'s queue: its own connection pool, the same

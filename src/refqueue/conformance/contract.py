@@ -190,6 +190,10 @@ class FaultHooks(Protocol):
         empty; ``None`` when done, or why it cannot (the check is not run)
     ``open_client(queue, store)``
         another client of the same queue in this process
+    ``checkpoint(queue)`` / ``rewind(queue)`` (optional, not in the protocol's
+    methods: looked up by name)
+        remember the server's state; bring the server back with it, every
+        write since lost; ``None`` when done, or why it cannot
     ``client_spec(queue)`` / ``open_from_spec(spec, store, clock)``
         JSON naming the queue, and a client of it opened from that JSON in
         another (spawned) process

@@ -45,7 +45,8 @@ from refqueue.model import actions as A
 
 __all__ = [
     "RECLAIMER_INTERVAL", "RECOVER_WITHIN", "crash_mid_ack", "reclaimer_collects_intents",
-    "reclaimer_survives_lost_reply", "restart_durable", "restart_lossy",
+    "reclaimer_survives_lost_reply", "reclaimer_survives_restart", "restart_durable", "restart_lossy",
+    "restart_rewound",
 ]  # fmt: skip
 
 RECLAIMER_INTERVAL = 0.01  # seconds; start_reclaimer's interval in these checks
@@ -158,6 +159,29 @@ def reclaimer_survives_lost_reply(backend: Backend, seed: int) -> int:
         run.close_all()
 
 
+def reclaimer_survives_restart(backend: Backend, seed: int) -> int:
+    run = FaultRun(backend, "reclaimer-survives-restart")
+    try:
+        run.open("B")
+        run.store_put("s0")
+        run.put("A", "s0")
+        run.acquire("A", "L0")
+        _reclaimer(run, "B", "start_reclaimer")
+        _restart(run, durable=True)  # B's reclaimer meets the server down, call after call
+        run.tick(run.vt + 1.0, "past the lease's deadline, after the restart")
+        took = _within(run, "B's background reclaimer taking back the expired lease after the server's restart",
+                       lambda: run.client("A").pending_count() == 1)
+        run.state = A.reclaim_expired(run.cfg, run.state).state
+        run.note(f"A: pending_count() -> 1 after {took:.2f} s (B's reclaimer outlived the restart)")
+        _reclaimer(run, "B", "stop_reclaimer")
+        run.acquire("A", "L0b")
+        run.ack("A", "L0b")
+        run.observe("A", "the ack of the redelivered sample")
+        return run.steps
+    finally:
+        run.close_all()
+
+
 def _restart(run: FaultRun, durable: bool) -> None:
     how = "durably" if durable else "losing its state"
     try:
@@ -243,6 +267,34 @@ def restart_lossy(backend: Backend, seed: int) -> int:
         run.close_all()
 
 
+def restart_rewound(backend: Backend, seed: int) -> int:
+    hooks = backend.faults
+    if not (callable(getattr(hooks, "checkpoint", None)) and callable(getattr(hooks, "rewind", None))):
+        raise NotRun("the backend's fault hooks have no checkpoint/rewind (a server that loses only its last writes)")
+    run = FaultRun(backend, "restart-rewound")
+    try:
+        for sample_id in ("s0", "s1"):
+            run.store_put(sample_id)
+        run.put("A", "s0")
+        run.put("A", "s1")
+        why = run.hooks.checkpoint(run.client("A"))  # type: ignore[attr-defined]
+        if why is not None:
+            raise NotRun(f"the backend's hooks cannot checkpoint its server: {why}")
+        run.note("fault: the server's state is checkpointed (the last state it will keep)")
+        run.acquire("A", "L0")  # a write the server will lose; A has seen it
+        why = run.hooks.rewind(run.client("A"))  # type: ignore[attr-defined]
+        if why is not None:
+            raise NotRun(f"the backend's hooks cannot rewind its server: {why}")
+        run.note("fault: the server comes back with the checkpointed state (A's acquire lost: an everysec crash, a "
+                 "failover to a lagging replica)")
+        run.state = A.restart_lossy(run.cfg, run.state).state
+        run.store_put("s2")
+        _every_call_lost(run, "A")  # A saw a state newer than the server's: every call says so
+        return run.steps
+    finally:
+        run.close_all()
+
+
 def _lost(run: FaultRun, who: str, what: str, fn: Callable[[Any], Any]) -> None:
     """``fn(client)`` must raise an error of kind ``"state_lost"``."""
     run.steps += 1
@@ -257,7 +309,8 @@ def _lost(run: FaultRun, who: str, what: str, fn: Callable[[Any], Any]) -> None:
         return
     run.note(f"{who}: {what} -> {value!r}")
     raise run.fail(f"{who}: {what} after a lossy restart returned {value!r}; the loss went unnoticed: every call of a "
-                   f"client of the lost state, reads included, raises an error of kind 'state_lost'")
+                   f"client of the lost state (or of a state older than it saw), reads included, raises an error of kind "
+                   f"'state_lost'")
 
 
 def _every_call_lost(run: FaultRun, who: str) -> None:
@@ -283,8 +336,13 @@ def _every_call_lost(run: FaultRun, who: str) -> None:
         calls.append(("extend(L0, 1.0)", lambda q: q.extend(lease, 1.0)))
     if caps.dead_letter:
         calls.append(("dead_letter(L0, 'kit')", lambda q: q.dead_letter(lease, "kit")))
-    if callable(getattr(run.client(who), "lease_state", None)):
+    client = run.client(who)
+    if callable(getattr(client, "lease_state", None)):
         calls.append(("lease_state(L0)", lambda q: q.lease_state(lease)))
+    # reads a backend may add beside docs/API.md's: they answer from the same state
+    for extra in ("drain_dead_letters", "metrics", "gauges"):
+        if callable(getattr(client, extra, None)):
+            calls.append((f"{extra}()", lambda q, name=extra: getattr(q, name)()))
     calls.append(("close()", lambda q: q.close()))
     for what, fn in calls:
         _lost(run, who, what, fn)

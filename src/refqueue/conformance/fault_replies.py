@@ -59,6 +59,19 @@ def _lost_put(backend: Backend, seed: int, step: bool) -> int:
         run.ack("B", "L2")
         run.put("A", "s2", retry=True, step=step)
         run.observe("A", "a retry of the put after its sample was acked (it must not enqueue it again)")
+        # Two puts whose replies were lost, both uncertain at once (a client that remembers only its last)
+        run.store_put("s3")
+        run.store_put("s4")
+        run.put("A", "s3", fault="lost", step=step)
+        run.put("A", "s4", fault="lost", step=step)
+        run.put("A", "s3", retry=True, step=step)
+        run.observe("A", "the retry of the first of two puts whose replies were lost")
+        run.acquire("B", "L3")
+        run.ack("B", "L3")
+        run.acquire("B", "L4")
+        run.ack("B", "L4")
+        run.put("A", "s4", retry=True, step=step)
+        run.observe("A", "the retry of the second, after both were acked (it must not enqueue it again)")
         run.ack("B", "L1")
         run.observe("A", "the last ack")
 
@@ -175,7 +188,33 @@ def lost_reclaim(backend: Backend, seed: int) -> int:
         run.ack("A", "L0b")
         run.observe("A", "the ack of the redelivered sample")
 
-    return _run(backend, "lost-reply-reclaim", body)
+    steps = _run(backend, "lost-reply-reclaim", body)
+    if not backend.capabilities.max_deliveries:
+        return steps
+
+    def dead_lettering(run: FaultRun) -> None:
+        # with max_deliveries=1 the reclaim dead-letters: its scrub intent must outlive the lost reply
+        run.open("B")
+        run.store_put("s1")
+        run.put("B", "s1")  # pending beside it: data no collection may take
+        run.store_put("s0")
+        run.put("A", "s0")
+        run.acquire("A", "L0")
+        run.tick(run.vt + 1.0, "past the lease's deadline (its only delivery: max_deliveries=1)")
+        run.reclaim("A", fault="lost")
+        run.observe("A", "the reclaim_expired whose reply was lost (it dead-lettered 's0')")
+        run.lease_state("A", "L0")
+        run.collect("A")
+        run.acquire("B", "L1")
+        run.ack("B", "L1")
+        run.observe("B", "the bystander's ack")
+
+    run = FaultRun(backend, "lost-reply-reclaim", max_deliveries=1)
+    try:
+        dead_lettering(run)
+        return steps + run.steps
+    finally:
+        run.close_all()
 
 
 def lost_close(backend: Backend, seed: int) -> int:

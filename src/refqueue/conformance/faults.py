@@ -20,21 +20,27 @@ among them) gets the phase listed as not run, with why.
     dead letters, ``lease_state`` (where the backend has it) and a retry of
     the call must be the model's: a retried ack, fail or dead-letter answers
     False and changes nothing, a retried put never enqueues the sample again
-    (not even after it was acked), a lost acquire's lease is outstanding and
-    reclaimed after its timeout.  The store may hold the data of a sample
+    (not even after it was acked, nor with two such puts uncertain at
+    once), a lost acquire's lease is outstanding and reclaimed after its
+    timeout; a lost reclaim also with ``max_deliveries=1`` (it dead-letters).  The store may hold the data of a sample
     whose completion lost its reply until ``reclaim_expired`` runs with the
     clock past ``intent_timeout``; then it must hold nothing of it.
 ``crash-mid-ack``
     a client killed right after its ack (dead-letter, fail at the cap)
     commits: another client sees it completed and collects its data within
     the bound.
-``reclaimer-collects-intents``, ``reclaimer-survives-lost-reply``
-    the background reclaimer collects a dead client's intent, and keeps
-    working after its own reply was lost.
+``reclaimer-collects-intents``, ``reclaimer-survives-lost-reply``, ``reclaimer-survives-restart``
+    the background reclaimer collects a dead client's intent, keeps working
+    after its own reply was lost, and after its server restarted under it.
 ``restart-durable``, ``restart-lossy``
     a durable restart changes nothing a client sees; a lossy one is detected
-    by every call of the old clients, no lease of the old epoch is accepted
-    by a new client and no lease identity is reused.
+    by every call of the old clients (the reads a backend adds, such as
+    ``metrics()``, included), no lease of the old epoch is accepted by a new
+    client and no lease identity is reused.
+``restart-rewound``
+    (with the optional hooks ``checkpoint``/``rewind``) a server back with an
+    older state, its last writes lost, is detected by every call of a client
+    that saw the newer state.
 ``processes-linearizable``
     histories recorded from the kit's process and two spawned children, each
     with its own client over a shared store (``refqueue.conformance.processes``),
@@ -162,8 +168,12 @@ NAMED_CHECKS: tuple[Check, ...] = (
           f"{crashes.RECOVER_WITHIN:g} s)", crashes.reclaimer_survives_lost_reply, ("reclaimer", *_CLOCK)),
     Check("restart-durable", "a durable restart changes nothing a client sees; leases from before still ack",
           crashes.restart_durable),
+    Check("reclaimer-survives-restart", "a background reclaimer running while its server restarts (durably) reclaims "
+          f"afterwards (within {crashes.RECOVER_WITHIN:g} s)", crashes.reclaimer_survives_restart, ("reclaimer", *_CLOCK)),
     Check("restart-lossy", "a lossy restart is detected by every call of the old clients; no stale lease accepted, no "
           "lease identity reused", crashes.restart_lossy),
+    Check("restart-rewound", "a server back with an older state (its last writes lost) is detected by every call of a "
+          "client that saw the newer one", crashes.restart_rewound),
     Check("processes-linearizable", f"histories of clients in {PROCESS_CHILDREN + 1} processes over a shared store "
           "are linearizable", _processes, takes=("histories",)),
 )  # fmt: skip
