@@ -106,6 +106,7 @@ CAUGHT_BY = {
     'redis_put_retry_last_only': 'faults',
     'redis_reclaim_dead_no_intent': 'faults',
     'redis_reclaimer_dies': 'faults',
+    'redis_reclaimer_dies_refused': 'faults',
     'redis_reclaimer_gives_up': 'faults',
     'redis_unfenced_ack': 'calls',
     'redis_unfenced_after_restart': 'faults',

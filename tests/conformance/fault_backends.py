@@ -105,9 +105,13 @@ class Server:
                 stream.write(json.dumps(self.handle(json.loads(line))) + "\n")
                 stream.flush()
 
+    refusing = False  # refuse_writes: every call that changes state is refused, changing nothing
+
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         if request["gen"] != self.generation and self.detects_loss():
             return {"error": "state_lost", "message": f"the queue's state was lost (generation {self.generation})"}
+        if self.refusing and request["op"] in _CHANGES:
+            return {"error": "refused", "message": f"the server refuses {request['op']} (out of memory)"}
         self.local.defer = request["defer"]
         try:
             return {"ok": getattr(self, "op_" + request["op"])(*request["args"])}
@@ -363,6 +367,10 @@ class Hooks:
     def restart(self, queue: Proxy, *, durable: bool) -> str | None:
         if not durable:
             queue.server.lose_state()  # type: ignore[union-attr]
+        return None
+
+    def refuse_writes(self, queue: Proxy, refuse: bool) -> str | None:
+        queue.server.refusing = refuse  # type: ignore[union-attr]
         return None
 
     def checkpoint(self, queue: Proxy) -> str | None:

@@ -11,6 +11,9 @@ loads it: durable; a SIGKILL and a start with its files removed: lossy).
 A rewind puts back the queue's keys as ``checkpoint`` dumped them (``DUMP``
 and ``RESTORE``): what a server that lost its last writes comes back with
 (an ``appendfsync everysec`` crash, a failover to a lagging replica).
+Refused writes are the server's own: ``maxmemory`` set to one byte with the
+``noeviction`` policy, so every script that writes is refused (``OOM``), as
+a full server refuses them, until it is set back.
 Only the throwaway server this process started can be restarted; for a
 server named by ``-o url=`` the restart checks are reported as not run.
 """
@@ -86,6 +89,23 @@ class RedisFaults:
                 raw.delete(key)
             for key, value in saved.items():
                 raw.restore(key, 0, value, replace=True)
+        finally:
+            raw.close()
+        return None
+
+    def refuse_writes(self, queue: Any, refuse: bool) -> str | None:
+        """From now on the server of ``queue`` refuses every write (out of
+        memory), or, with ``refuse=False``, takes them again."""
+        raw = self._raw(queue)
+        try:
+            if refuse:
+                self._memory = raw.config_get("maxmemory*")
+                raw.config_set("maxmemory-policy", "noeviction")
+                raw.config_set("maxmemory", 1)
+            else:
+                saved = getattr(self, "_memory", None) or {"maxmemory": "0", "maxmemory-policy": "noeviction"}
+                raw.config_set("maxmemory", saved.get("maxmemory", "0"))
+                raw.config_set("maxmemory-policy", saved.get("maxmemory-policy", "noeviction"))
         finally:
             raw.close()
         return None

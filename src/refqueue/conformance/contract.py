@@ -190,6 +190,9 @@ class FaultHooks(Protocol):
         empty; ``None`` when done, or why it cannot (the check is not run)
     ``open_client(queue, store)``
         another client of the same queue in this process
+    ``refuse_writes(queue, refuse)`` (optional, looked up by name)
+        the server refuses (``refuse=True``) or takes again every call that
+        changes state; ``None`` when done, or why it cannot
     ``checkpoint(queue)`` / ``rewind(queue)`` (optional, not in the protocol's
     methods: looked up by name)
         remember the server's state; bring the server back with it, every

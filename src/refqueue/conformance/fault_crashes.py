@@ -45,7 +45,7 @@ from refqueue.model import actions as A
 
 __all__ = [
     "RECLAIMER_INTERVAL", "RECOVER_WITHIN", "crash_mid_ack", "reclaimer_collects_intents",
-    "reclaimer_survives_lost_reply", "reclaimer_survives_restart", "restart_durable", "restart_lossy",
+    "REFUSED_FOR", "reclaimer_survives_lost_reply", "reclaimer_survives_refusals", "reclaimer_survives_restart", "restart_durable", "restart_lossy",
     "restart_rewound",
 ]  # fmt: skip
 
@@ -173,6 +173,44 @@ def reclaimer_survives_restart(backend: Backend, seed: int) -> int:
                        lambda: run.client("A").pending_count() == 1)
         run.state = A.reclaim_expired(run.cfg, run.state).state
         run.note(f"A: pending_count() -> 1 after {took:.2f} s (B's reclaimer outlived the restart)")
+        _reclaimer(run, "B", "stop_reclaimer")
+        run.acquire("A", "L0b")
+        run.ack("A", "L0b")
+        run.observe("A", "the ack of the redelivered sample")
+        return run.steps
+    finally:
+        run.close_all()
+
+
+REFUSED_FOR = 20  # reclaimer intervals the server refuses every write for
+
+
+def reclaimer_survives_refusals(backend: Backend, seed: int) -> int:
+    refuse = getattr(backend.faults, "refuse_writes", None)
+    if not callable(refuse):
+        raise NotRun("the backend's fault hooks have no refuse_writes (a server that refuses writes: full, read-only)")
+    run = FaultRun(backend, "reclaimer-survives-refusals")
+    try:
+        run.open("B")
+        run.store_put("s0")
+        run.put("A", "s0")
+        run.acquire("A", "L0")
+        why = refuse(run.client("A"), True)
+        if why is not None:
+            raise NotRun(f"the backend's hooks cannot make its server refuse writes: {why}")
+        try:
+            run.note("fault: the server refuses every write from now on (out of memory)")
+            _reclaimer(run, "B", "start_reclaimer")
+            run.tick(run.vt + 1.0, "past the lease's deadline, the server refusing")
+            # a window for the reclaimer's passes to be refused (what it must survive), not a synchronisation
+            time.sleep(REFUSED_FOR * RECLAIMER_INTERVAL)
+        finally:
+            refuse(run.client("A"), False)
+        run.note(f"fault: after {REFUSED_FOR} reclaimer intervals the server takes writes again")
+        took = _within(run, "B's background reclaimer taking back the expired lease once the server takes writes again",
+                       lambda: run.client("A").pending_count() == 1)
+        run.state = A.reclaim_expired(run.cfg, run.state).state
+        run.note(f"A: pending_count() -> 1 after {took:.2f} s (B's reclaimer outlived the refusals)")
         _reclaimer(run, "B", "stop_reclaimer")
         run.acquire("A", "L0b")
         run.ack("A", "L0b")

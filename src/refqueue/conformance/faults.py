@@ -29,9 +29,11 @@ among them) gets the phase listed as not run, with why.
     a client killed right after its ack (dead-letter, fail at the cap)
     commits: another client sees it completed and collects its data within
     the bound.
-``reclaimer-collects-intents``, ``reclaimer-survives-lost-reply``, ``reclaimer-survives-restart``
+``reclaimer-collects-intents``, ``reclaimer-survives-lost-reply``, ``reclaimer-survives-refusals``, ``reclaimer-survives-restart``
     the background reclaimer collects a dead client's intent, keeps working
-    after its own reply was lost, and after its server restarted under it.
+    after its own reply was lost, after its server refused writes for a while
+    (the optional hook ``refuse_writes``) and after its server restarted under
+    it.
 ``restart-durable``, ``restart-lossy``
     a durable restart changes nothing a client sees; a lossy one is detected
     by every call of the old clients (the reads a backend adds, such as
@@ -170,6 +172,9 @@ NAMED_CHECKS: tuple[Check, ...] = (
           crashes.restart_durable),
     Check("reclaimer-survives-restart", "a background reclaimer running while its server restarts (durably) reclaims "
           f"afterwards (within {crashes.RECOVER_WITHIN:g} s)", crashes.reclaimer_survives_restart, ("reclaimer", *_CLOCK)),
+    Check("reclaimer-survives-refusals", "a background reclaimer whose server refuses writes for a while (full, "
+          f"read-only) reclaims once it takes them again (within {crashes.RECOVER_WITHIN:g} s)",
+          crashes.reclaimer_survives_refusals, ("reclaimer", *_CLOCK)),
     Check("restart-lossy", "a lossy restart is detected by every call of the old clients; no stale lease accepted, no "
           "lease identity reused", crashes.restart_lossy),
     Check("restart-rewound", "a server back with an older state (its last writes lost) is detected by every call of a "
