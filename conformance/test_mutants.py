@@ -1,10 +1,12 @@
 """Every mutant in ``conformance/mutants`` is rejected by the ci profile of
 the phase that catches it (``CAUGHT_BY``; run as ``--fail-fast`` runs it, its
-short pass first), its printed counterexample fails on it, alone too, and
-passes on the correct base backend; the base backend itself is certified.  Marked slow: the mutants whose rejection repeats another's
-(``REPEATS``), and each mutant through a whole ci
-certification, which must stop in that same phase (the phases before it pass
-it whole: about 40 minutes for all of them on two cores)."""
+short pass first), its printed counterexample fails on it (in a fresh
+interpreter too: ``ALONE``) and passes on the correct base backend; the base
+backend itself is certified.  Marked slow: the mutants whose rejection
+repeats another's (``REPEATS``), the fresh-interpreter runs of the mutants
+not in ``ALONE``, and each mutant through a whole ci certification, which
+must stop in that same phase (the phases before it pass it whole: about 40
+minutes for all of them on two cores)."""
 
 import importlib.util
 import os
@@ -96,10 +98,34 @@ def test_each_repeat_names_a_mutant_of_the_default_run_caught_by_the_same_phase(
         assert CAUGHT_BY[mutant] == CAUGHT_BY[kept], (mutant, kept)
 
 
-@pytest.mark.parametrize(
-    "mutant", [pytest.param(m, marks=pytest.mark.slow) if m in REPEATS else m for m in MUTANTS]
+# The printed counterexample is also run alone, in a fresh interpreter (about 4 s each, a
+# whole check again for a timed one): in the default run for the first mutant of each phase
+# (one file per renderer shows the file needs nothing of the process that printed it), for
+# every mutant under the slow mark.
+ALONE = frozenset(
+    next(m for m in MUTANTS if CAUGHT_BY[m] == phase and m not in REPEATS)
+    for phase in sorted(set(CAUGHT_BY.values()))
 )
-def test_ci_profile_rejects_mutant(mutant, tmp_path, record_property):
+
+
+def _cases():
+    for m in MUTANTS:
+        if m in REPEATS:
+            yield pytest.param(m, True, marks=pytest.mark.slow, id=m)
+        elif m in ALONE:
+            yield pytest.param(m, True, id=m)
+        else:
+            yield pytest.param(m, False, id=m)
+            yield pytest.param(m, True, marks=pytest.mark.slow, id=f"{m}-alone")
+
+
+def test_every_phase_has_a_mutant_replayed_alone_in_the_default_run():
+    assert {CAUGHT_BY[m] for m in ALONE} == set(CAUGHT_BY.values())
+    assert not ALONE & set(REPEATS)
+
+
+@pytest.mark.parametrize("mutant, alone", list(_cases()))
+def test_ci_profile_rejects_mutant(mutant, alone, tmp_path, record_property):
     _needs_redis(mutant)
     target = f"conformance.mutants.{mutant}:make"
     phase = CAUGHT_BY[mutant]
@@ -120,6 +146,22 @@ def test_ci_profile_rejects_mutant(mutant, tmp_path, record_property):
     assert isinstance(failed.value, AssertionError) or rejection_kind(failed.value) is not None, failed.value
 
     # Run alone (a fresh interpreter, another directory): the printed file must fail.
+    if alone:
+        _fails_alone(mutant, on_mutant, cert)
+
+    # The correct backend of the same kind passes the replay: the base, or the Redis
+    # backend for a Redis mutant caught by the faults phase (the base has no faults)
+    # or by a replay through a second client of the queue (the base opens none).
+    two_clients = "s.client(" in cert.counterexample
+    correct = "refqueue.backends.redis:make" if cert.failure["phase"] == "faults" or two_clients else BASE
+    on_base = tmp_path / f"test_{mutant}_on_base.py"
+    on_base.write_text(cert.counterexample.replace(repr(target), repr(correct)))
+    _load_test(on_base, f"counterexample_{mutant}_on_base")()
+
+
+def _fails_alone(mutant, on_mutant, cert):
+    """The printed file, run by pytest in a fresh interpreter in its own directory, fails."""
+    tmp_path = on_mutant.parent
     alone = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", on_mutant.name],
         cwd=tmp_path,
@@ -132,12 +174,3 @@ def test_ci_profile_rejects_mutant(mutant, tmp_path, record_property):
         f"the printed reproduction of {mutant} did not fail alone:\n{alone.stdout[-2000:]}\n"
         f"what the kit found in this process: {str(cert.failure.get('message', cert.failure))[:2000]}"
     )
-
-    # The correct backend of the same kind passes the replay: the base, or the Redis
-    # backend for a Redis mutant caught by the faults phase (the base has no faults)
-    # or by a replay through a second client of the queue (the base opens none).
-    two_clients = "s.client(" in cert.counterexample
-    correct = "refqueue.backends.redis:make" if cert.failure["phase"] == "faults" or two_clients else BASE
-    on_base = tmp_path / f"test_{mutant}_on_base.py"
-    on_base.write_text(cert.counterexample.replace(repr(target), repr(correct)))
-    _load_test(on_base, f"counterexample_{mutant}_on_base")()

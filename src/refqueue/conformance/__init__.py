@@ -24,12 +24,6 @@ The phases, in the order they run (each module ``refqueue.conformance.NAME``):
 ``construction``  configurations the model rejects must make the factory
                   raise, those it accepts must construct.  Imports
                   ``harness`` (ModelConfig), ``session``, ``render``.
-``walks``         seeded random walks on (``--exhaustive``: a cover of every
-                  transition of) the kit's world graphs, every step compared
-                  with the model; coverage of the graphs and of the
-                  interesting situations.  Imports ``worlds`` (the graphs and
-                  what capabilities leave out), ``walker`` (the drivers),
-                  ``coverage``, ``harness``.
 ``calls``         the values and calls no walk makes (infinite poll interval,
                   the reclaimer twice, ``with queue:``, altered epochs, two
                   queues on one store, a failing scrub, JSON round trips, a
@@ -53,16 +47,25 @@ The phases, in the order they run (each module ``refqueue.conformance.NAME``):
                   ``fault_run`` (a check's clients, model and history),
                   ``processes`` (the multi-process recording),
                   ``linearizability``, ``probe``.
+``walks``         seeded random walks on (``--exhaustive``: a cover of every
+                  transition of) the kit's world graphs, every step compared
+                  with the model; coverage of the graphs and of the
+                  interesting situations.  Imports ``worlds`` (the graphs and
+                  what capabilities leave out), ``walker`` (the drivers),
+                  ``coverage``, ``harness``.
 ``producers``     several producers blocked at once with real threads (D8:
                   the pre-D8 deadlock, an orphan, a stress run), each a named
                   check.  Imports ``producer_threads`` (threads and
                   bookkeeping), ``session``.
 ``blocking``      wakeups with real threads and bounded waits, backpressure,
                   callbacks, the reclaimer, each a named check.  Imports
-                  ``blocking_consumers`` and ``blocking_producers`` (the
-                  checks), ``wakeups`` (threads, bounded waits, measured
-                  wakeups), ``timing`` (random offsets of the waking calls,
-                  the escape probability of a poller).
+                  ``blocking_checks`` (the catalogue: each check's name, what
+                  it checks, its function, what it needs), which imports
+                  ``blocking_consumers``, ``blocking_producers`` and
+                  ``blocking_callbacks`` (the checks); ``wakeups`` (threads,
+                  bounded waits, measured wakeups), ``timing`` (random
+                  offsets of the waking calls, the escape probability of a
+                  poller).
 ``threads``       real multi-threaded histories checked for linearizability;
                   an illegal one shrunk.  Imports ``history`` (recording),
                   ``linearizability`` (the Wing & Gong checker), ``shrink``.
@@ -70,7 +73,7 @@ The phases, in the order they run (each module ``refqueue.conformance.NAME``):
                   model, a failure shrunk by deleting rules.  Imports
                   ``harness``, ``shrink``.
 
-The shared pieces: ``contract`` (the factory, ``Capabilities``,
+The shared pieces: ``backends`` (the in-repo backends' factories: ``inprocess``), ``contract`` (the factory, ``Capabilities``,
 ``FaultHooks``, ``ClientCrashed``, ``load_backend``), ``phase`` (the interface, ``Check``/``ChecksReport`` for
 the phases made of named checks), ``phases`` (their names and modules, light
 enough for the command line), ``profiles`` (``ci``, ``deep``), ``certify``

@@ -4,7 +4,7 @@ a closed queue; an idle ``acquire`` returning after its poll interval, on an
 empty queue and on a busy one whose every ref another consumer takes first;
 several blocked consumers each woken; and the background reclaimer (it
 reclaims, a stopped one does not, and with no interval it runs every quarter
-of the visibility timeout).  ``refqueue.conformance.blocking`` lists them and
+of the visibility timeout).  ``refqueue.conformance.blocking_checks`` lists them and
 says what each checks; each is ``check(attempt) -> float`` (the latency of
 the wakeup it measured, or the time it waited) and raises ``Failed``/``Late``.
 """

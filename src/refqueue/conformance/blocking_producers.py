@@ -1,11 +1,10 @@
-"""The ``blocking`` phase's checks of producers and callbacks: a blocked
+"""The ``blocking`` phase's checks of producers: a blocked
 ``put_blocks_until_below`` that pauses and is resumed by an ack, a
 dead-letter or another producer's step, raises on ``close`` and honours
-``abort_when`` (its ref's bytes in ``parked_bytes`` meanwhile);
-``on_pause``/``on_resume`` run outside every lock, one at a time in the order
-of the changes, and their exceptions reach the caller without cancelling the
-report of a change made meanwhile.
-``refqueue.conformance.blocking`` lists them and says what each checks; each
+``abort_when`` (its ref's bytes in ``parked_bytes`` meanwhile), and no
+wakeup is lost between its pausing step and its wait.  The callbacks' checks
+are in ``refqueue.conformance.blocking_callbacks``.
+``refqueue.conformance.blocking_checks`` lists them and says what each checks; each
 is ``check(attempt) -> float | None`` (the latency of the wakeup it measured,
 if any) and raises ``Failed``/``Late``.
 """
@@ -21,14 +20,13 @@ from typing import Any
 from refqueue.conformance.contract import rejection_kind
 from refqueue.conformance.samples import UNIT_BYTES
 from refqueue.conformance.wakeups import (
-    LONG_POLL, VISIBILITY, Attempt, Call, CallbackError, Failed, WaitQueue, blocked_producer, expect_lease, no_error,
+    LONG_POLL, VISIBILITY, Attempt, Call, Failed, WaitQueue, blocked_producer, expect_lease, no_error,
     outcome,
 )  # fmt: skip
 
 __all__ = [
-    "abort_when", "all_woken_by_resume", "callback_errors_propagate", "callbacks_after_an_error", "callbacks_in_order",
-    "callbacks_outside_locks",
-    "lost_wakeup_in_window", "pauses_and_resumes", "put_woken_by_close", "put_woken_by_dead_letter",
+    "abort_when", "all_woken_by_resume", "lost_wakeup_in_window", "pauses_and_resumes", "put_woken_by_close",
+    "put_woken_by_dead_letter",
 ]  # fmt: skip
 
 PUT = "put_blocks_until_below"  # what the waking calls of these checks must wake
@@ -300,256 +298,4 @@ def lost_wakeup_in_window(attempt: Attempt) -> None:
         got = qq.ask("pending_count()", qq.q.pending_count)
         if got != pending:
             raise Failed(f"after {what} woke {producer.what}, pending_count() is {got}, not {pending}")
-    return None
-
-
-# -- callbacks: outside every lock, their exceptions reach the caller ---------------------------
-
-
-def _probe(qq: WaitQueue, which: str, found: dict[str, str]) -> Callable[[Any], None]:
-    """A callback that calls the queue and the store from a second thread and waits
-    for it (bounded); records in ``found[which]`` what it saw."""
-
-    def callback(health: Any) -> None:
-        doing = ["(starting)"]
-
-        def calls() -> None:
-            for name, fn in (
-                ("pending_count()", qq.q.pending_count),
-                ("outstanding_count()", qq.q.outstanding_count),
-                ("is_paused", lambda: qq.q.is_paused),
-                ("store.health()", qq.store.health),
-            ):
-                doing[0] = name
-                fn()
-            doing[0] = ""
-
-        helper = threading.Thread(target=calls, name=f"refqueue-blocking-{which}-probe", daemon=True)
-        helper.start()
-        helper.join(qq.give_up)
-        if helper.is_alive():
-            found[which] = (
-                f"inside {which}, another thread's {doing[0]} did not return within {qq.give_up} s: {which} runs "
-                f"with a queue or store lock held; docs/API.md: callbacks run outside every lock"
-            )
-        elif doing[0]:
-            found[which] = f"inside {which}, another thread's {doing[0]} raised"
-        else:
-            found[which] = ""
-
-    return callback
-
-
-def callbacks_outside_locks(attempt: Attempt) -> None:
-    qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
-    found: dict[str, str] = {}
-    qq.pause_hook = _probe(qq, "on_pause", found)
-    qq.resume_hook = _probe(qq, "on_resume", found)
-    small = _paused_then_room(qq)
-    _one_step(qq, small, None)  # resumes and enqueues: on_resume
-    for which in ("on_pause", "on_resume"):
-        if which not in found:
-            raise Failed(f"{which} was never called (calls: {qq.events}); the producer paused at high and resumed at low")
-        if found[which]:
-            raise Failed(found[which])
-    return None
-
-
-def _paused_then_room(qq: WaitQueue) -> Any:
-    """'big' (2b) leased and 'small' (b) stored: a one-step put of 'small' pauses
-    (on_pause) and aborts; then the ack of 'big' makes room.  'small', whose next
-    one-step put resumes (on_resume) and enqueues."""
-    big = qq.store_put("big", 2)
-    qq.ask("put('big')", lambda: qq.q.put(big))
-    lease = qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound))
-    small = qq.store_put("small", 1)
-    _one_step(qq, small, "aborted")  # pauses: on_pause
-    qq.ask("ack(lease of 'big')", lambda: qq.q.ack(lease))
-    return small
-
-
-def callbacks_in_order(attempt: Attempt) -> None:
-    qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
-    small = _paused_then_room(qq)
-
-    inside = threading.Event()  # on_resume has been entered
-    holding = threading.Event()  # on_resume is running now
-    release = threading.Event()  # the kit lets on_resume return
-    overlapped: list[list[str]] = []  # the calls so far, when on_pause came in while on_resume ran
-
-    def hold(health: Any) -> None:
-        holding.set()
-        inside.set()
-        release.wait(3 * qq.give_up)  # past the kit's own wait below, however slow the other thread
-        holding.clear()
-
-    def pause_seen(health: Any) -> None:
-        if holding.is_set():
-            overlapped.append(list(qq.events))
-
-    qq.resume_hook, qq.pause_hook = hold, pause_seen
-    resumer = qq.start(
-        "put_blocks_until_below('small', abort_when=lambda: True)",
-        lambda: qq.q.put_blocks_until_below(small, abort_when=lambda: True),
-    )
-    if not inside.wait(qq.give_up):
-        raise Failed(
-            f"{resumer.what} after the ack that brought residency to 0 did not call on_resume within {qq.give_up} s "
-            f"(calls: {qq.events}; {qq.observed()}); it resumes the paused queue"
-        )
-    # 'small' is pending (work); 'filler' (2b, never put) and 'third' (b) make the
-    # effective residency of third's step 4b - b = 3b >= high: it pauses again.
-    qq.store_put("filler", 2)
-    third = qq.store_put("third", 1)
-    pauser = qq.start(
-        "put_blocks_until_below('third', abort_when=lambda: True)",
-        lambda: qq.q.put_blocks_until_below(third, abort_when=lambda: True),
-    )
-    # It returns (its on_pause left to the thread inside on_resume), calls on_pause
-    # (the failure), or waits for on_resume to return: a bounded wait for either.
-    pauser.done.wait(qq.give_up)
-    release.set()
-    for call in (resumer, pauser):
-        if not call.done.wait(qq.give_up):
-            raise Failed(f"{call.what} hung: it did not return within {qq.give_up} s of on_resume returning ({qq.observed()})")
-    if overlapped:
-        raise Failed(
-            f"on_pause was called while on_resume was still running in another thread (calls then: {overlapped[0]}); "
-            f"docs/API.md: callbacks are called one at a time, in the order of the changes they report, so a "
-            f"handler that tracks the pause state never ends on the wrong one"
-        )
-    no_error(resumer)
-    if pauser.error is None or rejection_kind(pauser.error) != "aborted":
-        raise Failed(f"{pauser.what} {outcome(pauser)}; with 'small' pending and the store at 4b it pauses: PutAborted")
-    if qq.events != ["pause", "resume", "pause"]:
-        raise Failed(
-            f"the queue paused, resumed and paused again, and on_pause/on_resume were called {qq.events}, not "
-            f"['pause', 'resume', 'pause']: each change is reported exactly once, in order, by the time the "
-            f"calls that made them have returned"
-        )
-    return None
-
-
-def _one_step(qq: WaitQueue, ref: Any, kind: str | None) -> BaseException | None:
-    """``put_blocks_until_below(ref, abort_when=lambda: True)``: one step; it must
-    raise an error of ``kind`` (None: return).  Returns what it raised, if anything."""
-    what = f"put_blocks_until_below({ref.sample_id!r}, abort_when=lambda: True)"
-    call = qq.start(what, lambda: qq.q.put_blocks_until_below(ref, abort_when=lambda: True))
-    within = 2 * qq.give_up  # longer than a probing callback waits for its thread
-    if not call.done.wait(within):
-        raise Failed(f"{what} hung: it did not return within {within} s ({qq.observed()})")
-    if kind is None and call.error is None:
-        return None
-    if kind is not None and call.error is not None and rejection_kind(call.error) == kind:
-        return call.error
-    if isinstance(call.error, CallbackError):
-        return call.error
-    raise Failed(f"{what} {outcome(call)}; {'it should enqueue' if kind is None else f'it should raise an error of kind {kind!r}'}")
-
-
-def callback_errors_propagate(attempt: Attempt) -> None:
-    qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
-
-    def boom(which: str) -> Callable[[Any], None]:
-        def callback(health: Any) -> None:
-            raise CallbackError(f"{which} raised on purpose")
-
-        return callback
-
-    qq.pause_hook, qq.resume_hook = boom("on_pause"), boom("on_resume")
-    big = qq.store_put("big", 2)
-    qq.ask("put('big')", lambda: qq.q.put(big))
-    lease = qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound))
-    small = qq.store_put("small", 1)
-    for which, kind, then in (("on_pause", "aborted", "is_paused"), ("on_resume", None, "pending")):
-        if which == "on_resume":
-            qq.ask("ack(lease of 'big')", lambda: qq.q.ack(lease))
-        raised = _one_step(qq, small, kind)
-        if not isinstance(raised, CallbackError):
-            got = f"{type(raised).__name__}: {raised}" if raised is not None else "nothing"
-            raise Failed(
-                f"{which} raised an exception and the caller of put_blocks_until_below('small', abort_when=lambda: "
-                f"True) got {got}; docs/API.md: a callback's exception propagates out of the call that delivered it"
-            )
-        paused = qq.ask("is_paused", lambda: qq.q.is_paused)
-        pending = qq.ask("pending_count()", qq.q.pending_count)
-        if which == "on_pause" and (paused is not True or pending != 0):
-            raise Failed(
-                f"after on_pause raised, is_paused is {paused!r} and pending_count() {pending}; the pause it reported "
-                f"must stand (True) with 'small' not enqueued (0)"
-            )
-        if which == "on_resume" and (paused is not False or pending != 1):
-            raise Failed(
-                f"after on_resume raised, is_paused is {paused!r} and pending_count() {pending}; the step it reported "
-                f"must have committed: resumed (False) and 'small' enqueued (1)"
-            )
-    return None
-
-
-def callbacks_after_an_error(attempt: Attempt) -> None:
-    # high 4b, low 2b: 'work' (b) leased, a 3b orphan; the step of 'p1' (b) sees 5b - b = 4b: pauses.
-    qq = attempt.queue(watermarks=(4, 2), visibility=VISIBILITY)
-    work = qq.store_put("work", 1)
-    qq.ask("put('work')", lambda: qq.q.put(work))
-    expect_lease(qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound)), "work", 0, "acquire() of 'work'")
-    orphan = qq.store_put("orphan", 3)
-    inside = threading.Event()  # on_pause has been entered
-    release = threading.Event()  # the kit lets on_pause raise
-
-    def pause_then_raise(health: Any) -> None:
-        inside.set()
-        release.wait(3 * qq.give_up)  # past the kit's own waits below, however slow the other thread
-        raise CallbackError("on_pause raised on purpose, once the kit let it")
-
-    qq.pause_hook = pause_then_raise
-    p1 = qq.store_put("p1", 1)
-    pauser = qq.start(
-        "put_blocks_until_below('p1', abort_when=lambda: True)",
-        lambda: qq.q.put_blocks_until_below(p1, abort_when=lambda: True),
-    )
-    if not inside.wait(qq.give_up):
-        raise Failed(
-            f"{pauser.what} with 'work' leased and a 3b orphan (effective 5b - b = 4b = high) did not call on_pause "
-            f"within {qq.give_up} s (calls: {qq.events}; {qq.observed()}); its step pauses the queue"
-        )
-    if qq.ask("store.scrub('orphan')", lambda: qq.store.scrub(orphan)) is not True:  # the queue hears nothing
-        raise Failed("store.scrub('orphan') did not return True")
-    # 3b resident ('work', 'p1', 'p2'), its own b: 2b = low, so this step resumes while on_pause runs.
-    p2 = qq.store_put("p2", 1)
-    resumer = qq.start(
-        "put_blocks_until_below('p2', abort_when=lambda: True)",
-        lambda: qq.q.put_blocks_until_below(p2, abort_when=lambda: True),
-    )
-    # It returns (its on_resume left queued behind on_pause) or waits for on_pause to end: a bounded wait for either.
-    resumer.done.wait(qq.give_up)
-    release.set()
-    for call in (pauser, resumer):
-        if not call.done.wait(qq.give_up):
-            raise Failed(f"{call.what} hung: it did not return within {qq.give_up} s of on_pause raising ({qq.observed()})")
-    if not isinstance(pauser.error, CallbackError):
-        raise Failed(
-            f"on_pause raised an exception and {pauser.what}, which delivered it, {outcome(pauser)}; docs/API.md: a "
-            f"callback's exception propagates out of the call that delivered it"
-        )
-    no_error(resumer)
-    # A step that changes nothing (4b resident, its own b: 3b, not paused): it delivers what is still queued.
-    after = _one_step(qq, qq.store_put("p3", 1), None)
-    if after is not None:
-        raise Failed(f"put_blocks_until_below('p3', abort_when=lambda: True) raised {type(after).__name__}: {after}")
-    if qq.events != ["pause", "resume"]:
-        raise Failed(
-            f"on_pause raised while {resumer.what} resumed the queue, and after it raised (and a later step, 'p3') "
-            f"on_pause/on_resume were called {qq.events}, not ['pause', 'resume']: the resume was "
-            f"{'reported more than once' if qq.events.count('resume') > 1 else 'never reported'}; docs/API.md: a "
-            f"change calls on_resume exactly once, a change made while another thread is inside a callback is "
-            f"reported after that callback returns, and a callback's exception propagates out of the call that "
-            f"delivered it (it does not cancel the reports of other changes)"
-        )
-    paused = qq.ask("is_paused", lambda: qq.q.is_paused)
-    pending = qq.ask("pending_count()", qq.q.pending_count)
-    if paused is not False or pending != 2:
-        raise Failed(
-            f"after the resume is_paused is {paused!r} and pending_count() {pending}; the queue resumed (False) and "
-            f"'p2' and 'p3' were enqueued (2)"
-        )
     return None
