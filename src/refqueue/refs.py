@@ -31,6 +31,7 @@ __all__ = [
     "SampleRef",
     "assert_no_tensors",
     "dtype_name",
+    "seed_dtypes",
 ]
 
 # The largest count, dimension or version number a ref (or a lease) carries:
@@ -234,9 +235,16 @@ def _check_version(field: str, value: object) -> None:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class FeatureSpec:
-    """Shape and dtype of one feature; ``dtype`` is kept by name."""
+    """Shape and dtype of one feature; ``dtype`` is kept by name.
+
+    Two specs are equal (and hash equal) when their shapes and dtype names
+    are.  ``dtype`` reads the name (``"bfloat16"``), except in a process
+    where ``refqueue.compat.nemo`` is installed, where it reads the
+    ``torch.dtype`` as the seed's did (``seed_dtypes``); ``dtype_name`` is
+    the name in every process.
+    """
 
     shape: tuple[int, ...]
     dtype: str
@@ -260,7 +268,21 @@ class FeatureSpec:
                     f"2**63 - 1 (a signed 63-bit int), pass the real size"
                 )
         object.__setattr__(self, "shape", dims)
-        object.__setattr__(self, "dtype", dtype_name(dtype))
+        _DTYPE_SLOT.__set__(self, dtype_name(dtype))
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not FeatureSpec:
+            return NotImplemented
+        return self.shape == other.shape and _DTYPE_SLOT.__get__(self) == _DTYPE_SLOT.__get__(other)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, _DTYPE_SLOT.__get__(self)))
+
+    @property
+    def dtype_name(self) -> str:
+        """The dtype's name (``"bfloat16"``), in every process."""
+        name: str = _DTYPE_SLOT.__get__(self)
+        return name
 
     @property
     def numel(self) -> int:
@@ -269,7 +291,7 @@ class FeatureSpec:
 
     @property
     def element_size(self) -> int:
-        return DTYPE_SIZES[self.dtype]
+        return DTYPE_SIZES[self.dtype_name]
 
     @property
     def nbytes(self) -> int:
@@ -281,10 +303,10 @@ class FeatureSpec:
         """The ``torch.dtype`` of this spec; imports torch on first use."""
         import torch
 
-        return getattr(torch, self.dtype)
+        return getattr(torch, self.dtype_name)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"shape": list(self.shape), "dtype": self.dtype}
+        return {"shape": list(self.shape), "dtype": self.dtype_name}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FeatureSpec:
@@ -298,6 +320,36 @@ class FeatureSpec:
     def of(cls, tensor: Any) -> FeatureSpec:
         """The spec of a torch tensor (or anything with ``shape`` and ``dtype``)."""
         return cls(tuple(tensor.shape), tensor.dtype)
+
+
+# The slot that holds a spec's dtype name; ``FeatureSpec.dtype`` is this slot,
+# or, while ``seed_dtypes(True)`` holds, a property over it that reads the torch.dtype.
+_DTYPE_SLOT: Any = FeatureSpec.__dict__["dtype"]
+
+
+def _seed_dtype(spec: FeatureSpec) -> Any:
+    import torch
+
+    return getattr(torch, _DTYPE_SLOT.__get__(spec))
+
+
+def _set_seed_dtype(spec: FeatureSpec, value: object) -> None:
+    _DTYPE_SLOT.__set__(spec, dtype_name(value))  # what dataclasses' __setstate__ (copy) writes back
+
+
+_SEED_DTYPE = property(_seed_dtype, _set_seed_dtype, doc="The feature's torch.dtype (refqueue.compat.nemo installed).")
+
+
+def seed_dtypes(on: bool) -> None:
+    """Make ``FeatureSpec.dtype`` read the ``torch.dtype`` (``on``), as the
+    seed's did, or the name (the default).  Process-wide; called by
+    ``refqueue.compat.nemo.install()``/``uninstall()``.  Only what ``.dtype``
+    reads changes: specs are stored, compared, hashed and written to JSON by
+    name either way, so refs made before and after stay equal; torch is
+    imported on the first read."""
+    if not isinstance(on, bool):
+        raise TypeError(f"seed_dtypes(on) takes True or False, got {on!r}")
+    setattr(FeatureSpec, "dtype", _SEED_DTYPE if on else _DTYPE_SLOT)  # noqa: B010 - a slot's class attribute
 
 
 _REF_FIELDS = (
@@ -539,7 +591,7 @@ def _plain_spec(data: object) -> FeatureSpec | None:
     if spec is None:
         spec = _new(FeatureSpec)
         _set(spec, "shape", dims)
-        _set(spec, "dtype", dtype)
+        _DTYPE_SLOT.__set__(spec, dtype)
         if len(_SPECS_SEEN) < _SPECS_KEPT:
             _SPECS_SEEN[key] = spec
     return spec

@@ -122,6 +122,26 @@ def test_uninstall_removes_every_name(nemo):
     assert importlib.import_module(f"{SEED}.queue").SampleRefQueue is refqueue.queue.SampleRefQueue
 
 
+def test_installed_a_specs_dtype_reads_the_torch_dtype_and_refs_still_compare_by_name(nemo):
+    from nemo_automodel.components.speculative.streaming.refs import FeatureSpec, SampleRef
+
+    spec = FeatureSpec(shape=(2, 8, 96), dtype=torch.bfloat16)  # the seed's own check
+    assert spec.shape == (2, 8, 96) and spec.dtype is torch.bfloat16 and spec.dtype_name == "bfloat16"
+    store = refqueue.stores.local.LocalFeatureStore()
+    ref = put(store, "s0")
+    assert ref.feature_specs["aux_hidden_states"].dtype is torch.uint8
+    again = SampleRef.from_json(ref.to_json())  # JSON carries the name; equal, hash equal
+    assert again == ref and hash(again) == hash(ref)
+    assert '"dtype": "uint8"' in ref.to_json() or '"dtype":"uint8"' in ref.to_json()
+    queue = refqueue.queue.SampleRefQueue(store)
+    queue.put(ref)
+    lease = queue.acquire_nowait()
+    assert refqueue.queue.Lease.from_json(lease.to_json()).ref == ref and queue.ack(lease)
+    nemo.uninstall()  # names again, for the specs made while installed too
+    assert spec.dtype == "bfloat16" and again.feature_specs["aux_hidden_states"].dtype == "uint8"
+    assert FeatureSpec((2, 8, 96), "bfloat16") == spec
+
+
 def _next_within_guard(loader):
     outcome: dict = {}
 

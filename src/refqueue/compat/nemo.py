@@ -15,14 +15,23 @@ imported on first use (torch or safetensors only when a name that needs them
 is used): ``SampleRefQueue`` under the seed's ``queue`` name is
 ``refqueue.queue.SampleRefQueue``, so ``isinstance`` and ``except`` work
 across both spellings.  ``uninstall()`` removes them.  Nothing is copied or
-wrapped except the loader: under the seed's ``loader`` name,
-``FeatureDataLoader`` is this module's, refqueue's loader with the seed's two
-defaults, where they are safe:
+wrapped except the loader and what a spec's ``dtype`` reads; the seed's
+behaviours kept where that is safe:
 
-* ``algorithm`` not given is EAGLE-3, as in the seed (refqueue's own loader
-  takes it from the first ref instead);
-* where NeMo Automodel itself is installed, a one-sample batch of an EAGLE-3
-  loader is yielded as the seed's own ``Eagle3TargetBatch``
+* ``FeatureSpec.dtype`` reads the ``torch.dtype`` (``spec.dtype is
+  torch.bfloat16``), as the seed's did, where torch is installed: install()
+  calls ``refqueue.refs.seed_dtypes(True)``, for the whole process, and
+  uninstall() undoes it.  That is safe because only what ``.dtype`` reads
+  changes: a spec is still stored, compared, hashed and written to JSON by
+  the dtype's *name* (D1: a ref rebuilt from JSON equals the store's), so
+  refs made before, during and after compare equal, and refqueue itself
+  reads ``spec.dtype_name``.  Code of the same process that reads
+  ``spec.dtype`` as a name should read ``spec.dtype_name``.
+* under the seed's ``loader`` name, ``FeatureDataLoader`` is this module's,
+  refqueue's loader with the seed's two defaults: ``algorithm`` not given is
+  EAGLE-3, as in the seed (refqueue's own loader takes it from the first ref
+  instead), and, where NeMo Automodel itself is installed, a one-sample
+  batch of an EAGLE-3 loader is yielded as the seed's own ``Eagle3TargetBatch``
   (``seed_eagle3_batch()``; refqueue defines no such class, and without
   NeMo Automodel the loader yields refqueue's ``Batch``, which answers the
   same field names).
@@ -36,12 +45,6 @@ What is left alone, because changing it would not be safe:
 * Modules already imported: ``install()`` refuses (``RuntimeError``, nothing
   changed) when one of the seed's streaming modules is already in
   ``sys.modules``: a process would then hold two ``SampleRefQueue`` classes.
-* ``FeatureSpec.dtype`` stays the dtype's name (D1: refs travel as JSON and
-  compare by value with the store's refs, and ``refqueue.refs`` imports
-  without torch); the ``torch.dtype`` object is ``spec.torch_dtype``, and
-  every tensor a loader yields carries its own.  A seed check of
-  ``spec.dtype is torch.bfloat16`` is the one this shim cannot keep
-  (docs/MIGRATING.md).
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ from typing import Any
 
 from refqueue.loader import Batch
 from refqueue.loader import FeatureDataLoader as _RefqueueLoader
-from refqueue.refs import FeatureAlgorithm
+from refqueue.refs import FeatureAlgorithm, seed_dtypes
 
 __all__ = ["SEED_PACKAGE", "SEED_MODULES", "FeatureDataLoader", "install", "uninstall", "seed_eagle3_batch"]
 
@@ -185,6 +188,8 @@ def install() -> None:
         sys.modules.update(modules)
         _installed.update(modules)
         _bound.extend(bound)
+        if importlib.util.find_spec("torch") is not None:  # without torch, names stay the only dtypes
+            seed_dtypes(True)
 
 
 def uninstall() -> None:
@@ -198,6 +203,7 @@ def uninstall() -> None:
                 delattr(own, attr)
         _installed.clear()
         _bound.clear()
+        seed_dtypes(False)
 
 
 def _missing_parents() -> list[str]:

@@ -127,8 +127,8 @@ def first_mismatch(ref: SampleRef, pairs: list[tuple[str, torch.Tensor]]) -> str
     for name, tensor in pairs:
         spec: FeatureSpec = ref.feature_specs[name]
         found = FeatureSpec.of(tensor)
-        if found.dtype != spec.dtype:
-            return f"feature {name!r} has dtype {found.dtype} but the ref declares {spec.dtype}"
+        if found.dtype_name != spec.dtype_name:
+            return f"feature {name!r} has dtype {found.dtype_name} but the ref declares {spec.dtype_name}"
         if found.shape != spec.shape:
             return f"feature {name!r} has shape {found.shape} but the ref declares {spec.shape}"
     return None
