@@ -68,9 +68,16 @@ def test_a_race_is_caught_on_recorded_histories(mutant):
     assert verdicts[-1].result == ILLEGAL, [v.result for v in verdicts]
 
 
-def test_certify_rejects_a_reclaim_race_in_the_threads_phase_only(tmp_path, capsys):
+# The phases before threads cut short (the threads phase as the ci profile runs it).
+TINY_BEFORE_THREADS = Profile(
+    "ci", examples=5, steps_per_example=10, walks=5, walk_length=5, hypothesis_profile="default", wake_trials=1
+)
+
+
+def test_certify_rejects_a_reclaim_race_in_the_threads_phase_only(tmp_path, capsys, monkeypatch):
     # --no-fail-fast: each phase whole, in order, so every phase before threads
     # is seen to pass it (the default short pass reaches threads before walks).
+    monkeypatch.setitem(PROFILES, "ci", TINY_BEFORE_THREADS)
     rc = main(["certify", SNAPSHOT, "--report", str(tmp_path), "--no-progress", "--no-fail-fast"])
     out = capsys.readouterr().out
     assert rc == 1, out
@@ -160,8 +167,7 @@ def test_record_refuses_bad_programs():
 
 def test_certify_reports_the_threads_phase_of_a_conforming_backend(tmp_path, capsys, monkeypatch):
     # the single-threaded phases cut short; the threads phase as the ci profile runs it
-    tiny = Profile("ci", examples=5, steps_per_example=10, walks=5, walk_length=5, hypothesis_profile="default")
-    monkeypatch.setitem(PROFILES, "ci", tiny)
+    monkeypatch.setitem(PROFILES, "ci", TINY_BEFORE_THREADS)
     rc = main(["certify", "--report", str(tmp_path), "--no-progress"])
     out = capsys.readouterr().out
     assert rc == 0, out

@@ -25,7 +25,7 @@ from refqueue.conformance.certify import PROFILES, Profile
 
 PROFILES["ci"] = Profile(
     "ci", examples=5, steps_per_example=10, walks=5, walk_length=5, hypothesis_profile="default",
-    histories=2, history_ops=40, producer_samples=2,
+    histories=2, history_ops=40, producer_samples=2, wake_trials=1,
 )
 """
 
