@@ -266,7 +266,6 @@ def restart_durable(backend: Backend, seed: int) -> int:
 
 
 def restart_lossy(backend: Backend, seed: int) -> int:
-    caps = backend.capabilities
     run = FaultRun(backend, "restart-lossy")
     try:
         for sample_id in ("s0", "s1"):

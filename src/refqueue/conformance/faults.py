@@ -103,7 +103,6 @@ class HistoryRejected(Failed):
 def _processes(backend: Backend, seed: int, histories: int = PROCESS_HISTORIES) -> tuple[int, dict[str, Any]]:
     """``histories`` multi-process histories (seeds ``seed * 1000 + k``), each
     linearizable; the calls made and the check's numbers for the certificate."""
-    from refqueue.conformance.history import RecordingHung
     from refqueue.conformance import linearizability
     from refqueue.conformance.history import History, RecordingHung
     from refqueue.conformance.linearizability import OK, UNDECIDED_TRIES, UNKNOWN, until_decided

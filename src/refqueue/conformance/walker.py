@@ -240,7 +240,7 @@ def random_walks(
     rng = random.Random(seed)
     result = WalkResult()
     start = time.perf_counter()
-    out, edges = wg.out, wg.edges
+    out = wg.out
     starts = wg.nodes_reached()
     for _ in range(walks):
         run = _Run(backend, wg)
