@@ -14,7 +14,7 @@ from typing import Any
 
 from refqueue.conformance.contract import rejection_kind
 from refqueue.conformance.wakeups import (
-    VISIBILITY, Attempt, CallbackError, Failed, WaitQueue, expect_lease, no_error, outcome,
+    VISIBILITY, Attempt, Call, CallbackError, Failed, WaitQueue, expect_lease, no_error, outcome,
 )  # fmt: skip
 
 __all__ = ["callback_errors_propagate", "callbacks_after_an_error", "callbacks_in_order", "callbacks_outside_locks"]
@@ -105,10 +105,7 @@ def callbacks_in_order(attempt: Attempt) -> None:
             overlapped.append(list(qq.events))
 
     qq.resume_hook, qq.pause_hook = hold, pause_seen
-    resumer = qq.start(
-        "put_blocks_until_below('small', abort_when=lambda: True)",
-        lambda: qq.q.put_blocks_until_below(small, abort_when=lambda: True),
-    )
+    resumer = _start_step(qq, small)
     if not inside.wait(qq.give_up):
         raise Failed(
             f"{resumer.what} after the ack that brought residency to 0 did not call on_resume within {qq.give_up} s "
@@ -118,17 +115,12 @@ def callbacks_in_order(attempt: Attempt) -> None:
     # effective residency of third's step 4b - b = 3b >= high: it pauses again.
     qq.store_put("filler", 2)
     third = qq.store_put("third", 1)
-    pauser = qq.start(
-        "put_blocks_until_below('third', abort_when=lambda: True)",
-        lambda: qq.q.put_blocks_until_below(third, abort_when=lambda: True),
-    )
+    pauser = _start_step(qq, third)
     # It returns (its on_pause left to the thread inside on_resume), calls on_pause
     # (the failure), or waits for on_resume to return: a bounded wait for either.
     pauser.done.wait(qq.give_up)
     release.set()
-    for call in (resumer, pauser):
-        if not call.done.wait(qq.give_up):
-            raise Failed(f"{call.what} hung: it did not return within {qq.give_up} s of on_resume returning ({qq.observed()})")
+    _all_return(qq, (resumer, pauser), "on_resume returning")
     if overlapped:
         raise Failed(
             f"on_pause was called while on_resume was still running in another thread (calls then: {overlapped[0]}); "
@@ -147,11 +139,24 @@ def callbacks_in_order(attempt: Attempt) -> None:
     return None
 
 
+def _start_step(qq: WaitQueue, ref: Any) -> Call:
+    """``put_blocks_until_below(ref, abort_when=lambda: True)`` (one step) in a thread of its own."""
+    what = f"put_blocks_until_below({ref.sample_id!r}, abort_when=lambda: True)"
+    return qq.start(what, lambda: qq.q.put_blocks_until_below(ref, abort_when=lambda: True))
+
+
+def _all_return(qq: WaitQueue, calls: tuple[Call, ...], after: str) -> None:
+    """Each of ``calls`` returns within the kit's wait of ``after``."""
+    for call in calls:
+        if not call.done.wait(qq.give_up):
+            raise Failed(f"{call.what} hung: it did not return within {qq.give_up} s of {after} ({qq.observed()})")
+
+
 def _one_step(qq: WaitQueue, ref: Any, kind: str | None) -> BaseException | None:
     """``put_blocks_until_below(ref, abort_when=lambda: True)``: one step; it must
     raise an error of ``kind`` (None: return).  Returns what it raised, if anything."""
-    what = f"put_blocks_until_below({ref.sample_id!r}, abort_when=lambda: True)"
-    call = qq.start(what, lambda: qq.q.put_blocks_until_below(ref, abort_when=lambda: True))
+    call = _start_step(qq, ref)
+    what = call.what
     within = 2 * qq.give_up  # longer than a probing callback waits for its thread
     if not call.done.wait(within):
         raise Failed(f"{what} hung: it did not return within {within} s ({qq.observed()})")
@@ -220,10 +225,7 @@ def callbacks_after_an_error(attempt: Attempt) -> None:
 
     qq.pause_hook = pause_then_raise
     p1 = qq.store_put("p1", 1)
-    pauser = qq.start(
-        "put_blocks_until_below('p1', abort_when=lambda: True)",
-        lambda: qq.q.put_blocks_until_below(p1, abort_when=lambda: True),
-    )
+    pauser = _start_step(qq, p1)
     if not inside.wait(qq.give_up):
         raise Failed(
             f"{pauser.what} with 'work' leased and a 3b orphan (effective 5b - b = 4b = high) did not call on_pause "
@@ -233,16 +235,11 @@ def callbacks_after_an_error(attempt: Attempt) -> None:
         raise Failed("store.scrub('orphan') did not return True")
     # 3b resident ('work', 'p1', 'p2'), its own b: 2b = low, so this step resumes while on_pause runs.
     p2 = qq.store_put("p2", 1)
-    resumer = qq.start(
-        "put_blocks_until_below('p2', abort_when=lambda: True)",
-        lambda: qq.q.put_blocks_until_below(p2, abort_when=lambda: True),
-    )
+    resumer = _start_step(qq, p2)
     # It returns (its on_resume left queued behind on_pause) or waits for on_pause to end: a bounded wait for either.
     resumer.done.wait(qq.give_up)
     release.set()
-    for call in (pauser, resumer):
-        if not call.done.wait(qq.give_up):
-            raise Failed(f"{call.what} hung: it did not return within {qq.give_up} s of on_pause raising ({qq.observed()})")
+    _all_return(qq, (pauser, resumer), "on_pause raising")
     if not isinstance(pauser.error, CallbackError):
         raise Failed(
             f"on_pause raised an exception and {pauser.what}, which delivered it, {outcome(pauser)}; docs/API.md: a "
