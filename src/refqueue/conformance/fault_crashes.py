@@ -135,10 +135,7 @@ def reclaimer_collects_intents(backend: Backend, seed: int) -> int:
 def reclaimer_survives_lost_reply(backend: Backend, seed: int) -> int:
     run = FaultRun(backend, "reclaimer-survives-lost-reply")
     try:
-        run.open("B")
-        run.store_put("s0")
-        run.put("A", "s0")
-        run.acquire("A", "L0")
+        _lease_out(run)
         run.tick(run.vt + 1.0, "past the lease's deadline")
         run.hooks.lose_next_reply(run.client("A"))
         run.note("fault: the reply to A's next state-changing call will be lost (A's reclaimer makes it)")
@@ -162,21 +159,11 @@ def reclaimer_survives_lost_reply(backend: Backend, seed: int) -> int:
 def reclaimer_survives_restart(backend: Backend, seed: int) -> int:
     run = FaultRun(backend, "reclaimer-survives-restart")
     try:
-        run.open("B")
-        run.store_put("s0")
-        run.put("A", "s0")
-        run.acquire("A", "L0")
+        _lease_out(run)
         _reclaimer(run, "B", "start_reclaimer")
         _restart(run, durable=True)  # B's reclaimer meets the server down, call after call
         run.tick(run.vt + 1.0, "past the lease's deadline, after the restart")
-        took = _within(run, "B's background reclaimer taking back the expired lease after the server's restart",
-                       lambda: run.client("A").pending_count() == 1)
-        run.state = A.reclaim_expired(run.cfg, run.state).state
-        run.note(f"A: pending_count() -> 1 after {took:.2f} s (B's reclaimer outlived the restart)")
-        _reclaimer(run, "B", "stop_reclaimer")
-        run.acquire("A", "L0b")
-        run.ack("A", "L0b")
-        run.observe("A", "the ack of the redelivered sample")
+        _reclaimed_by_b(run, "after the server's restart", "outlived the restart")
         return run.steps
     finally:
         run.close_all()
@@ -191,10 +178,7 @@ def reclaimer_survives_refusals(backend: Backend, seed: int) -> int:
         raise NotRun("the backend's fault hooks have no refuse_writes (a server that refuses writes: full, read-only)")
     run = FaultRun(backend, "reclaimer-survives-refusals")
     try:
-        run.open("B")
-        run.store_put("s0")
-        run.put("A", "s0")
-        run.acquire("A", "L0")
+        _lease_out(run)
         why = refuse(run.client("A"), True)
         if why is not None:
             raise NotRun(f"the backend's hooks cannot make its server refuse writes: {why}")
@@ -207,17 +191,31 @@ def reclaimer_survives_refusals(backend: Backend, seed: int) -> int:
         finally:
             refuse(run.client("A"), False)
         run.note(f"fault: after {REFUSED_FOR} reclaimer intervals the server takes writes again")
-        took = _within(run, "B's background reclaimer taking back the expired lease once the server takes writes again",
-                       lambda: run.client("A").pending_count() == 1)
-        run.state = A.reclaim_expired(run.cfg, run.state).state
-        run.note(f"A: pending_count() -> 1 after {took:.2f} s (B's reclaimer outlived the refusals)")
-        _reclaimer(run, "B", "stop_reclaimer")
-        run.acquire("A", "L0b")
-        run.ack("A", "L0b")
-        run.observe("A", "the ack of the redelivered sample")
+        _reclaimed_by_b(run, "once the server takes writes again", "outlived the refusals")
         return run.steps
     finally:
         run.close_all()
+
+
+def _lease_out(run: FaultRun) -> None:
+    """Client B opened; 's0' put by A and leased to A (L0)."""
+    run.open("B")
+    run.store_put("s0")
+    run.put("A", "s0")
+    run.acquire("A", "L0")
+
+
+def _reclaimed_by_b(run: FaultRun, when: str, survived: str) -> None:
+    """B's background reclaimer takes L0 back (a bounded wait ``when``), is
+    stopped, and A takes the redelivered sample and acks it."""
+    took = _within(run, f"B's background reclaimer taking back the expired lease {when}",
+                   lambda: run.client("A").pending_count() == 1)
+    run.state = A.reclaim_expired(run.cfg, run.state).state
+    run.note(f"A: pending_count() -> 1 after {took:.2f} s (B's reclaimer {survived})")
+    _reclaimer(run, "B", "stop_reclaimer")
+    run.acquire("A", "L0b")
+    run.ack("A", "L0b")
+    run.observe("A", "the ack of the redelivered sample")
 
 
 def _restart(run: FaultRun, durable: bool) -> None:
