@@ -1,9 +1,9 @@
 """The blocking phase: wakeups, backpressure, callbacks and the reclaimer, with
 real threads and bounded waits."""
 
+import dataclasses
 import json
 import threading
-import time
 
 import pytest
 
@@ -11,7 +11,7 @@ from conformance.mutants._base import BaseQueue, _Entry, factory
 from refqueue.cli import main
 from refqueue.conformance import Capabilities, backend_of
 from refqueue.conformance.blocking import ATTEMPTS, CHECKS, DEFAULT_TRIALS, NAMED_CHECKS, Wakeup, check_blocking
-from refqueue.conformance.certify import certify
+from refqueue.conformance.certify import PROFILES, certify
 from refqueue.conformance.cli import summary
 from refqueue.conformance.timing import SPAN, Offsets, distribution, escape, escape_per_call
 
@@ -101,7 +101,14 @@ def test_a_late_wakeup_is_measured_again_and_fails_with_each_latency():
     assert check_blocking(backend_of(factory(_LateWake)), bound=0.5, checks=("acquire-woken-by-put",)).ok
 
 
-def test_checks_a_backend_declares_it_cannot_take_are_not_run_and_say_why():
+def _one_trial(monkeypatch):
+    """The ci profile with one trial of each randomised check: for the tests of what a
+    certification reports, not of how often it measures (the test of the trials below)."""
+    monkeypatch.setitem(PROFILES, "ci", dataclasses.replace(PROFILES["ci"], wake_trials=1))
+
+
+def test_checks_a_backend_declares_it_cannot_take_are_not_run_and_say_why(monkeypatch):
+    _one_trial(monkeypatch)
     make = factory(BaseQueue)
     make.capabilities = Capabilities(reclaimer=False)
     cert = certify(backend_of(make, "base-without-reclaimer"), phases=("blocking",))
@@ -129,7 +136,8 @@ def test_without_an_injected_clock_the_reclaim_checks_are_not_run():
     }
 
 
-def test_the_certificate_names_each_check_its_time_and_the_bound(tmp_path, capsys):
+def test_the_certificate_names_each_check_its_time_and_the_bound(tmp_path, capsys, monkeypatch):
+    _one_trial(monkeypatch)
     rc = main(["certify", BASE, "--report", str(tmp_path), "--no-progress", "--wake-bound", "0.1", "--phase", "blocking"])
     out = capsys.readouterr().out
     assert rc == 0, out
