@@ -86,6 +86,18 @@ else:
     assert "clear:" in result.stdout
 
 
+def test_compat_nemo_installs_and_dtypes_stay_names(no_torch: dict[str, str], tmp_path: pathlib.Path) -> None:
+    script = (
+        "import refqueue.compat.nemo\n"
+        "from nemo_automodel.components.speculative.streaming.refs import FeatureSpec\n"
+        "spec = FeatureSpec((2,), 'float32')\n"
+        "assert spec.dtype == 'float32' and spec.dtype_name == 'float32', spec.dtype\n"
+        "print('ok')\n"
+    )
+    result = _run([sys.executable, "-c", script], no_torch, tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
+
+
 def test_certify_exits_2_with_the_install_hint(no_torch: dict[str, str], tmp_path: pathlib.Path) -> None:
     result = _run([sys.executable, "-m", "refqueue.cli", "certify", "--report", str(tmp_path / "r")], no_torch, tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr

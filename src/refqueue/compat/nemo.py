@@ -188,7 +188,7 @@ def install() -> None:
         sys.modules.update(modules)
         _installed.update(modules)
         _bound.extend(bound)
-        if importlib.util.find_spec("torch") is not None:  # without torch, names stay the only dtypes
+        if _torch_installed():  # without torch, names stay the only dtypes
             seed_dtypes(True)
 
 
@@ -204,6 +204,14 @@ def uninstall() -> None:
         _installed.clear()
         _bound.clear()
         seed_dtypes(False)
+
+
+def _torch_installed() -> bool:
+    """Whether torch can be found (not imported: install() stays cheap)."""
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # a finder that refuses it, a broken install
+        return False
 
 
 def _missing_parents() -> list[str]:
