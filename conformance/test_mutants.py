@@ -161,10 +161,9 @@ def test_ci_profile_rejects_mutant(mutant, alone, tmp_path, record_property):
 
 def _fails_alone(mutant, on_mutant, cert):
     """The printed file, run by pytest in a fresh interpreter in its own directory, fails."""
-    tmp_path = on_mutant.parent
     alone = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", on_mutant.name],
-        cwd=tmp_path,
+        cwd=on_mutant.parent,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
         capture_output=True,
         text=True,

@@ -327,17 +327,14 @@ class FeatureSpec:
 _DTYPE_SLOT: Any = FeatureSpec.__dict__["dtype"]
 
 
-def _seed_dtype(spec: FeatureSpec) -> Any:
-    import torch
-
-    return getattr(torch, _DTYPE_SLOT.__get__(spec))
-
-
 def _set_seed_dtype(spec: FeatureSpec, value: object) -> None:
     _DTYPE_SLOT.__set__(spec, dtype_name(value))  # what dataclasses' __setstate__ (copy) writes back
 
 
-_SEED_DTYPE = property(_seed_dtype, _set_seed_dtype, doc="The feature's torch.dtype (refqueue.compat.nemo installed).")
+# it reads what ``torch_dtype`` reads
+_SEED_DTYPE = property(
+    FeatureSpec.__dict__["torch_dtype"].fget, _set_seed_dtype, doc="The feature's torch.dtype (refqueue.compat.nemo installed)."
+)
 
 
 def seed_dtypes(on: bool) -> None:

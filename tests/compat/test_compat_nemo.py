@@ -10,6 +10,7 @@ as written, each in a fresh interpreter.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import re
 import subprocess
@@ -127,6 +128,7 @@ def test_installed_a_specs_dtype_reads_the_torch_dtype_and_refs_still_compare_by
 
     spec = FeatureSpec(shape=(2, 8, 96), dtype=torch.bfloat16)  # the seed's own check
     assert spec.shape == (2, 8, 96) and spec.dtype is torch.bfloat16 and spec.dtype_name == "bfloat16"
+    assert copy.copy(spec) == spec and copy.deepcopy(spec).dtype is torch.bfloat16  # copies write the name back
     store = refqueue.stores.local.LocalFeatureStore()
     ref = put(store, "s0")
     assert ref.feature_specs["aux_hidden_states"].dtype is torch.uint8

@@ -1,6 +1,6 @@
 """The kit's layout is stated where a reader starts: every module of
-``refqueue.conformance`` is named in the package docstring, and every phase
-named in ``phases.PHASES`` is there with the module that runs it."""
+``refqueue.conformance`` is named in the package docstring, and the phases
+are listed there in the order ``phases.PHASES`` runs them."""
 
 from __future__ import annotations
 
