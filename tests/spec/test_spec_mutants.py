@@ -14,7 +14,7 @@ import pytest
 
 from refqueue.cli import main
 from refqueue.model import actions as A
-from refqueue.model import explorer, invariants
+from refqueue.model import invariants
 from refqueue.model import world as W
 from refqueue.model.explorer import build_graph, explore
 from refqueue.model.world import make_world
@@ -144,7 +144,7 @@ def test_the_try_put_variant_with_the_real_rules_is_the_real_try_put(monkeypatch
 
 
 def test_patched_restores_everything_even_on_error():
-    originals = (A.try_put, A._requeue, explorer.successors, W._lease_moves)
+    originals = (A.try_put, A._requeue, W.consumer_moves, W._lease_moves)
     tables = (dict(invariants.WORLD_INVARIANTS), dict(invariants.TRANSITION_INVARIANTS))
     with pytest.raises(RuntimeError):
         with M.patched("requeue-at-head"):
@@ -153,8 +153,8 @@ def test_patched_restores_everything_even_on_error():
             raise RuntimeError
     for name in ("no-backpressure", "stop-without-drained", "extend-any-outstanding-lease"):
         with M.patched(name):
-            assert (A.try_put, A._requeue, explorer.successors, W._lease_moves) != originals
-    assert (A.try_put, A._requeue, explorer.successors, W._lease_moves) == originals
+            assert (A.try_put, A._requeue, W.consumer_moves, W._lease_moves) != originals
+    assert (A.try_put, A._requeue, W.consumer_moves, W._lease_moves) == originals
     assert (invariants.WORLD_INVARIANTS, invariants.TRANSITION_INVARIANTS) == tables
 
 

@@ -30,8 +30,9 @@ from refqueue.model.invariants import (
     WORLD_INVARIANTS,
     WORLD_TRANSITION_INVARIANTS,
 )
-from refqueue.model.state import LEASED, PENDING
-from refqueue.model.world import Memo, Node, World, initial_node, successors
+from refqueue.model import world as W
+from refqueue.model.state import LEASED, PENDING, State
+from refqueue.model.world import Consumer, Memo, Node, World, initial_node, successors
 
 _BY_HOLDER = frozenset({"Ack", "Fail", "Extend", "DeadLetter", "AckLost", "FailLost"})
 _BY_PRODUCER = frozenset({"TryPut", "TryPutLost"})
@@ -78,14 +79,51 @@ def work_lost(world: World, node: Node) -> bool:
     return any(r.status in (PENDING, LEASED) for r in node.state.recs)
 
 
-def _trace(index: list[tuple[int, str | None, object, object]], nodes: list[Node], k: int) -> list[Step]:
-    steps: list[Step] = []
-    while k >= 0:
-        parent, action, arg, value = index[k]
-        steps.append(Step(action, arg, nodes[k], value))
-        k = parent
-    steps.reverse()
-    return steps
+# A node's key in the explorer: one int.  Each consumer's holding is a field of
+# _FIELD_BITS bits (consumer c at bit _FIELD_BITS * c) giving its index in the
+# table of distinct ``Consumer`` values; above them sits the index of the
+# node's core, the distinct (model state, producers, productions started).  A
+# move of one consumer or of the core changes one or two fields, so the child's
+# key is the parent's plus a difference, and the seen set hashes ints instead
+# of nested tuples.
+_FIELD_BITS = 32
+_FIELD = (1 << _FIELD_BITS) - 1
+
+# What a world property may read (its ``reads`` attribute), by the names the
+# explorer knows: of a node (WORLD_INVARIANTS) or of a step, its nodes before
+# and after and its label (WORLD_TRANSITION_INVARIANTS).  "before.consumer",
+# in place of the "consumers", says the property is a conjunction over the
+# consumers before the step, each judged alone: the explorer judges it once
+# per consumer, on nodes that hold that consumer only.  A property that does
+# not say what it reads is judged on every node or step.
+NODE_READS = frozenset({"state", "consumers", "producers"})
+STEP_READS = frozenset({
+    "before.state", "after.state", "before.producers", "after.producers", "action", "arg", "value",
+    "before.consumers", "after.consumers", "before.consumer",
+})  # fmt: skip
+_NODE_CORE = frozenset({"state", "producers"})
+_STEP_MOVE = frozenset({"before.state", "after.state", "before.producers", "after.producers", "action", "arg", "value"})
+_STEP_STATES = frozenset({"before.state", "after.state", "before.consumer"})
+
+# How the explorer keys a world property's judgements (``_how``).
+_EVERY, _ONCE, _EACH, _ALL = "every", "once", "each", "all"
+
+
+def _how(name: str, pred: object, known: frozenset[str], once: frozenset[str]) -> str:
+    """``_EVERY`` for a property that does not say what it reads, ``_ONCE`` for
+    one that reads only what ``once`` names (a node's core, a step's move),
+    ``_EACH`` for a conjunction over the consumers, ``_ALL`` otherwise."""
+    reads = getattr(pred, "reads", None)
+    if reads is None:
+        return _EVERY
+    unknown = sorted(set(reads) - known)
+    if unknown:
+        raise ValueError(f"{name} reads {unknown!r}, which the explorer does not know; name what it reads from {sorted(known)!r}")
+    if "before.consumer" in reads:
+        if {"before.consumers", "after.consumers"} & set(reads):
+            raise ValueError(f"{name} reads both before.consumer (each alone) and all the consumers; say one of the two")
+        return _EACH
+    return _ONCE if set(reads) <= once else _ALL
 
 
 def explore(
@@ -102,68 +140,344 @@ def explore(
 
     ``progress(distinct, transitions, depth, seconds)`` is called about every
     ``progress_every`` seconds.
+
+    It visits the nodes and transitions ``successors`` yields, in the same
+    order, built from the same parts (the world's ``_core_moves`` and
+    ``consumer_moves``, looked up in ``refqueue.model.world`` when called, so a
+    patched one is what it explores).  Every property is pure, so it is judged
+    once per distinct value of what it reads: an invariant of the model's state
+    once per state, one of a step of the model (``TRANSITION_INVARIANTS``) once
+    per distinct (state, state', action, what, value), a world property by its
+    ``reads`` (``NODE_READS``, ``STEP_READS``).  The step properties are judged
+    on the steps that change the model's state (a step that leaves it equal
+    changes nothing they compare).
     """
     cfg = world.cfg
-    # Invariants that read only the model's state are checked once per state
-    # (many nodes share one); the others once per node.
-    core_checks = [(n, p) for n, p in STATE_INVARIANTS.items() if not getattr(p, "reads_consumers", True)]
-    node_checks = [(n, p) for n, p in STATE_INVARIANTS.items() if getattr(p, "reads_consumers", True)]
-    core_failed: dict[object, list[str]] = {}
-    memo = Memo()
+    core_moves, consumer_moves = W._core_moves, W.consumer_moves
+    nc = world.consumers
+    shift = [_FIELD_BITS * c for c in range(nc)]
+    top = _FIELD_BITS * nc  # where a key's core index starts
+    low = (1 << top) - 1  # the consumers' fields of a key
+    # State invariants by what they read of the consumers (their ``reads_consumers``):
+    # nothing, each consumer alone (a conjunction: judged on no consumer once
+    # per state, then once per state and consumer), a key per consumer that
+    # must be distinct (read once per state and consumer) or all of them (per node).
+    def reading(how: object) -> list[tuple[str, Callable[..., bool]]]:
+        return [(n, p) for n, p in STATE_INVARIANTS.items() if getattr(p, "reads_consumers", True) == how]
+
+    core_checks = reading(False) + reading("each")
+    each_checks = reading("each")
+    distinct_checks = [(n, p, p.distinct_key) for n, p in reading("distinct")]  # type: ignore[attr-defined]
+    node_checks = [(n, p) for n, p in STATE_INVARIANTS.items() if getattr(p, "reads_consumers", True) is True]
+    unknown = {n for n, p in STATE_INVARIANTS.items() if getattr(p, "reads_consumers", True) not in (True, False, "each", "distinct")}
+    if unknown:
+        raise ValueError(f"{sorted(unknown)} say reads_consumers the explorer does not know; use True, False, 'each' or 'distinct'")
     step_checks = list(TRANSITION_INVARIANTS.items())
-    step_failed: dict[tuple, tuple] = {}  # (id(before), id(after), action, what, value) -> (failed names, before, after)
-    # a world property that says what it reads (``step_key``) is judged once per distinct key
-    world_step_checks = [(n, p, getattr(p, "step_key", None)) for n, p in WORLD_TRANSITION_INVARIANTS.items()]
-    world_step_ok: dict[tuple, bool] = {}
-    world_checks = [(n, p, getattr(p, "node_key", None)) for n, p in WORLD_INVARIANTS.items()]
-    world_ok: dict[tuple, bool] = {}
+    world_checks = [(n, p, _how(n, p, NODE_READS, _NODE_CORE)) for n, p in WORLD_INVARIANTS.items()]
+    world_step_checks = [
+        (
+            n, p, _how(n, p, STEP_READS, _STEP_MOVE), {}, set(getattr(p, "reads", STEP_READS)) <= _STEP_STATES,
+            getattr(p, "holds_on_states", None), {}, "arg" in getattr(p, "reads", STEP_READS),
+        )
+        for n, p in WORLD_TRANSITION_INVARIANTS.items()
+    ]
     goals = dict(goals or {})
+    violations: dict[str, list[Step]] = {}
+    reached: dict[str, list[Step]] = {}
     start = time.perf_counter()
     next_report = start + progress_every
 
-    root = initial_node(world)
-    seen: dict[Node, int] = {root: 0}
-    nodes: list[Node] = [root]
-    index: list[tuple[int, str | None, object, object]] = [(-1, None, None, None)]
-    depth_of: list[int] = [0]
-    violations: dict[str, list[Step]] = {}
-    reached: dict[str, list[Step]] = {}
-    transitions = 0
-    max_depth = 0
+    # The tables a key's indices point into, each grown as the search meets a new value.
+    states: list[State] = []
+    state_ix: dict[State, int] = {}
+    state_failed: list[tuple[str, ...]] = []  # the core checks each state fails
+    parts: list[tuple[tuple[str | None, ...], int]] = []  # (producers, produced)
+    part_ix: dict[tuple[tuple[str | None, ...], int], int] = {}
+    cores: list[tuple[int, int]] = []  # core index -> (state index, part index)
+    core_ix: dict[tuple[int, int], int] = {}
+    mes: list[Consumer] = []
+    me_ix: dict[Consumer, int] = {}
+    crowds: dict[int, tuple[Consumer, ...]] = {}  # a key's consumer fields -> the consumers
 
-    # Every check is a pure function of what it reads, so one that reads only
-    # the model's state is judged once per state, a world invariant once per
-    # its ``node_key`` where it gives one.  A check already violated is not
-    # judged again (as before the caches).
-    def check_node(k: int) -> None:
-        node = nodes[k]
-        state = node.state
-        failed = core_failed.get(state)
+    def state_index(state: State) -> int:
+        i = state_ix.get(state)
+        if i is None:
+            i = state_ix[state] = len(states)
+            states.append(state)
+            state_failed.append(tuple(n for n, p in core_checks if not p(cfg, state, ())))
+        return i
+
+    def core_index(s: int, producers: tuple[str | None, ...], produced: int) -> int:
+        pk = (producers, produced)
+        q = part_ix.get(pk)
+        if q is None:
+            q = part_ix[pk] = len(parts)
+            parts.append(pk)
+        g = core_ix.get((s, q))
+        if g is None:
+            g = core_ix[(s, q)] = len(cores)
+            cores.append((s, q))
+            core_tab.append(None)
+            core_failed.append(None)
+        return g
+
+    def me_index(me: Consumer) -> int:
+        m = me_ix.get(me)
+        if m is None:
+            m = me_ix[me] = len(mes)
+            mes.append(me)
+        return m
+
+    def crowd(bits: int) -> tuple[Consumer, ...]:
+        got = crowds.get(bits)
+        if got is None:
+            got = crowds[bits] = tuple(mes[(bits >> sh) & _FIELD] for sh in shift)
+        return got
+
+    def node_of(key: int) -> Node:
+        s, q = cores[key >> top]
+        producers, produced = parts[q]
+        return Node(states[s], crowd(key & low), producers, produced)
+
+    def alone(key: int, c: int) -> Node:
+        """The node of ``key`` holding consumer ``c`` only (a property judged per consumer)."""
+        s, q = cores[key >> top]
+        producers, produced = parts[q]
+        return Node(states[s], (mes[(key >> shift[c]) & _FIELD],), producers, produced)
+
+    # The step checks a move of the model fails, by (state, state', action, what, value),
+    # all they read: a put step is judged by the sample it puts (the world's arg
+    # is the producer), a consumer's step by the lease it holds, else by the world's arg.
+    step_failed: dict[tuple, tuple[str, ...]] = {}
+
+    def failing_steps(s: int, ns: int, action: str, what: object, value: object) -> tuple[str, ...]:
+        if s == ns:
+            return ()
+        sk = (s, ns, action, what, value)
+        failed = step_failed.get(sk)
         if failed is None:
-            failed = core_failed[state] = [n for n, p in core_checks if not p(cfg, state, ())]
-        for name in failed:
-            if name not in violations:
-                violations[name] = _trace(index, nodes, k)
-        consumers = node.consumers  # (nodes rarely share their state and consumers: judged per node)
-        for name, pred in node_checks:
-            if name not in violations and not pred(cfg, state, consumers):
-                violations[name] = _trace(index, nodes, k)
-        for name, pred, node_key in world_checks:
+            before, after = states[s], states[ns]
+            failed = step_failed[sk] = tuple(
+                n for n, p in step_checks if n not in violations and not p(cfg, before, after, action, what, value)
+            )
+        return failed
+
+    # A move that changes the model's state is judged when its table entry is
+    # made (on the node that first takes it): the step checks, and the world's
+    # step properties that read no more than the move or that its two states
+    # settle.  What is left (a world property that reads the consumers, on a
+    # move whose states do not settle it) is judged on each transition, with
+    # the move's number to key what it reads.
+    moves_made = [0]
+
+    def judge_move(
+        key: int, child: int, s: int, ns: int, action: str, arg: object, what: object, value: object, shared: bool
+    ) -> tuple[tuple[str, ...], tuple | None]:
+        # ``shared``: the entry serves every consumer, so a property that reads
+        # the world's arg (the consumer's index) is left to each transition
+        if s == ns:
+            return (), None
+        failed = list(failing_steps(s, ns, action, what, value))
+        left = []
+        for check in world_step_checks:
+            name, pred, how, judged, by_states, holds_on_states, on_states, reads_arg = check
             if name in violations:
                 continue
-            if node_key is None:
-                ok = pred(world, node)
-            else:
-                wkey = (name, node_key(node))
-                ok = world_ok.get(wkey)
+            if holds_on_states is not None:  # what the states alone settle, once per pair of states
+                sk = s << _FIELD_BITS | ns
+                settled = on_states.get(sk)
+                if settled is None:
+                    settled = on_states[sk] = bool(holds_on_states(states[s], states[ns]))
+                if settled:
+                    continue
+            if how != _ONCE or (shared and reads_arg):
+                left.append(check)
+                continue
+            if by_states:
+                ok = judged.get(s << _FIELD_BITS | ns)
                 if ok is None:
-                    ok = world_ok[wkey] = bool(pred(world, node))
+                    ok = judged[s << _FIELD_BITS | ns] = bool(pred(world, node_of(key), node_of(child), action, arg, value))
+            else:
+                ok = bool(pred(world, node_of(key), node_of(child), action, arg, value))
             if not ok:
-                violations[name] = _trace(index, nodes, k)
-        for name, goal in goals.items():
-            if name not in reached and goal(world, node):
-                reached[name] = _trace(index, nodes, k)
+                failed.append(name)
+        if not left:
+            return tuple(failed), None
+        moves_made[0] += 1
+        return tuple(failed), (moves_made[0], tuple(left))
 
+    # The moves from each core, and of each consumer from each core, as table
+    # entries: (action, arg or the extend's seconds, [the consumer's index
+    # difference], key difference, value, whether to judge each transition,
+    # failed checks, checks left to each transition, state').  A move that
+    # leaves the model's state alone has nothing to judge.
+    core_tab: list[list[tuple] | None] = []
+
+    def core_entries(key: int, g: int) -> list[tuple]:
+        s, q = cores[g]
+        state = states[s]
+        producers, produced = parts[q]
+        entries = []
+        for action, arg, new_state, value, new_producers, new_produced in core_moves(world, state, producers, produced):
+            ns = state_index(new_state)
+            dk = (core_index(ns, new_producers, new_produced) - g) << top
+            what = producers[arg] if action in _BY_PRODUCER else arg  # type: ignore[index]
+            failed, left = judge_move(key, key + dk, s, ns, action, arg, what, value, False)
+            entries.append((action, arg, dk, value, failed or left is not None, failed, left, ns))
+        core_tab[g] = entries
+        return entries
+
+    by_state: dict[tuple[int, int], list[tuple]] = {}  # (state, consumer) -> its moves
+    memo = Memo()  # what several holdings share (an acquire, what a lease can do)
+    # (core, a consumer's index) -> its entries, whichever consumer holds it: the
+    # entry gives the extend's seconds instead of the arg, and the key
+    # difference without the consumer's own field
+    cons_tab: dict[int, list[tuple]] = {}
+
+    def consumer_entries(key: int, g: int, m: int, c: int) -> list[tuple]:
+        s, q = cores[g]
+        moves = by_state.get((s, m))
+        if moves is None:
+            moves = by_state[(s, m)] = [
+                (action, seconds, me_index(new_me) - m, state_index(new_state), value)
+                for action, seconds, new_me, new_state, value in consumer_moves(world, states[s], mes[m], memo)
+            ]
+        lease = mes[m].lease
+        producers, produced = parts[q]
+        entries = []
+        for action, seconds, dm, ns, value in moves:
+            dk = 0 if ns == s else (core_index(ns, producers, produced) - g) << top
+            arg = c if seconds is None else (c, seconds)
+            child = key + (dm << shift[c]) + dk
+            # a consumer's step is judged by the lease it holds (the queue's call
+            # takes no other: acquire, get and release name no lease of theirs)
+            what = lease if action in _BY_HOLDER else None
+            failed, left = judge_move(key, child, s, ns, action, arg, what, value, True)
+            entries.append((action, seconds, dm, dk, value, failed or left is not None, failed, left, ns))
+        cons_tab[(g << _FIELD_BITS) | m] = entries
+        return entries
+
+    def trace(k: int) -> list[Step]:
+        steps: list[Step] = []
+        while k >= 0:
+            parent, action, arg, value = index[k]
+            steps.append(Step(action, arg, node_of(keys[k]), value))
+            k = parent
+        steps.reverse()
+        return steps
+
+    each_failed: dict[int, tuple[str, ...]] = {}  # (state, consumer) -> the each_checks it fails
+    distinct_keys: dict[int, tuple] = {}  # (state, consumer) -> its key for each distinct_check
+    distinct_at = {n: i for i, (n, _, _) in enumerate(distinct_checks)}
+    core_failed: list[tuple[str, ...] | None] = []  # core -> the world node checks judged once per core it fails
+
+    def check_node(k: int) -> None:
+        key = keys[k]
+        g = key >> top
+        s = cores[g][0]
+        for name in state_failed[s]:
+            if name not in violations:
+                violations[name] = trace(k)
+        for sh in shift:
+            m = (key >> sh) & _FIELD
+            jk = (s << _FIELD_BITS) | m
+            failed = each_failed.get(jk)
+            if failed is None:
+                state, alone_ = states[s], (mes[m],)
+                failed = each_failed[jk] = tuple(
+                    n for n, p in each_checks if n not in violations and not p(cfg, state, alone_)
+                )
+            for name in failed:
+                if name not in violations:
+                    violations[name] = trace(k)
+        for name, _, distinct_key in distinct_checks:
+            if name in violations:
+                continue
+            seen_keys = set()
+            for sh in shift:
+                jk = (s << _FIELD_BITS) | ((key >> sh) & _FIELD)
+                dkeys = distinct_keys.get(jk)
+                if dkeys is None:
+                    state, me = states[s], mes[(key >> sh) & _FIELD]
+                    dkeys = distinct_keys[jk] = tuple(f(state, me) for _, _, f in distinct_checks)
+                    # (the key's own judgement: one consumer alone)
+                    for n, p, _ in distinct_checks:
+                        if n not in violations and not p(cfg, state, (me,)):
+                            violations[n] = trace(k)
+                got = dkeys[distinct_at[name]]
+                if got is not None:
+                    if got in seen_keys:
+                        violations[name] = trace(k)
+                        break
+                    seen_keys.add(got)
+        if node_checks:
+            state, consumers = states[s], crowd(key & low)
+            for name, pred in node_checks:
+                if name not in violations and not pred(cfg, state, consumers):
+                    violations[name] = trace(k)
+        failed = core_failed[g]
+        if failed is None:  # the world checks that read only the core, judged on its first node
+            node = node_of(key)
+            failed = core_failed[g] = tuple(
+                n for n, p, how in world_checks if how == _ONCE and n not in violations and not p(world, node)
+            )
+        for name in failed:
+            if name not in violations:
+                violations[name] = trace(k)
+        for name, pred, how in world_checks:
+            if how != _ONCE and name not in violations and not pred(world, node_of(key)):
+                violations[name] = trace(k)
+        for name, goal in goals.items():
+            if name not in reached and goal(world, node_of(key)):
+                reached[name] = trace(k)
+
+    def check_step(
+        k: int, key: int, child: int, s: int, ns: int, left: tuple, action: str, arg: object, value: object
+    ) -> None:
+        # the world's step properties ``judge_move`` left to each transition, each
+        # judged once per distinct value of what it reads: the pair of states (for
+        # one that reads the states only) or the move, then the consumers (each
+        # alone, or all of them)
+        move, checks = left
+        for name, pred, how, judged, by_states, _, _, reads_arg in checks:
+            if name in violations:
+                continue
+            jm = (s << _FIELD_BITS | ns) if by_states else move
+            if reads_arg:
+                jm = (jm, arg)
+            if how == _ONCE:
+                ok = judged.get(jm)
+                if ok is None:
+                    ok = judged[jm] = bool(pred(world, node_of(key), node_of(child), action, arg, value))
+            elif how == _EACH:
+                ok = True
+                for c, sh in enumerate(shift):
+                    jk = (jm, (key >> sh) & _FIELD)
+                    ok = judged.get(jk)
+                    if ok is None:
+                        ok = judged[jk] = bool(pred(world, alone(key, c), alone(child, c), action, arg, value))
+                    if not ok:
+                        break
+            elif how == _ALL:
+                jk = (jm, key & low)
+                ok = judged.get(jk)
+                if ok is None:
+                    ok = judged[jk] = bool(pred(world, node_of(key), node_of(child), action, arg, value))
+            else:
+                ok = bool(pred(world, node_of(key), node_of(child), action, arg, value))
+            if not ok:
+                violations[name] = trace(k) + [Step(action, arg, node_of(child), value)]
+
+    root = initial_node(world)
+    root_key = core_index(state_index(root.state), root.producers, root.produced) << top
+    for c, me in enumerate(root.consumers):
+        root_key |= me_index(me) << shift[c]
+    seen: dict[int, int] = {root_key: 0}
+    keys: list[int] = [root_key]
+    index: list[tuple[int, str | None, object, object]] = [(-1, None, None, None)]
+    depth_of: list[int] = [0]
+    transitions = 0
+    max_depth = 0
     check_node(0)
     frontier: deque[int] = deque([0])
     verdict, reason = "ok", ""
@@ -173,67 +487,63 @@ def explore(
         if goals and len(reached) == len(goals) and not stop_on_violation:
             break
         k = frontier.popleft()
-        node = nodes[k]
+        key = keys[k]
+        g = key >> top
+        s = cores[g][0]
         d = depth_of[k] + 1
-        before = node.state
-        for action, arg, child, value in successors(world, node, memo):
-            transitions += 1
-            after = child.state
-            if before is not after:
-                # a put step is judged by the sample it puts (the world's arg is the
-                # producer), a consumer's step by the lease it holds
-                if action in _BY_PRODUCER:
-                    what = node.producers[arg]  # type: ignore[index]
-                elif action in _BY_HOLDER:
-                    holder = arg[0] if isinstance(arg, tuple) else arg  # a kit world's Extend((consumer, seconds))
-                    what = node.consumers[holder].lease  # type: ignore[index]
-                else:
-                    what = arg
-                # The queue's properties read only these five (and cfg): judged once
-                # per distinct step, however many nodes take it.
-                # (keyed by the states' identities: the world's memo makes equal states
-                # one object; the entry keeps both alive, so no identity is reused)
-                key = (id(before), id(after), action, what, value)
-                entry = step_failed.get(key)
-                if entry is None:
-                    entry = step_failed[key] = (
-                        tuple(
-                            name for name, pred in step_checks
-                            if name not in violations and not pred(cfg, before, after, action, what, value)
-                        ),
-                        before,
-                        after,
-                    )
-                for name in entry[0]:
+        known = len(keys)
+        # The core's moves, then each consumer's, in ``successors``' order.
+        entries = core_tab[g]
+        if entries is None:
+            entries = core_entries(key, g)
+        transitions += len(entries)
+        for action, arg, dk, value, judging, failed, left, ns in entries:
+            child = key + dk
+            if judging:
+                for name in failed:
                     if name not in violations:
-                        violations[name] = _trace(index, nodes, k) + [Step(action, arg, child, value)]
-                for name, wpred, wkey in world_step_checks:
-                    if name in violations:
-                        continue
-                    if wkey is None:
-                        ok = wpred(world, node, child, action, arg, value)
-                    else:
-                        memo_key = (name, wkey(node, child, action, arg, value))
-                        ok = world_step_ok.get(memo_key)
-                        if ok is None:
-                            ok = world_step_ok[memo_key] = bool(wpred(world, node, child, action, arg, value))
-                    if not ok:
-                        violations[name] = _trace(index, nodes, k) + [Step(action, arg, child, value)]
-            j = len(nodes)
-            if seen.setdefault(child, j) != j:
+                        violations[name] = trace(k) + [Step(action, arg, node_of(child), value)]
+                if left is not None:
+                    check_step(k, key, child, s, ns, left, action, arg, value)
+            if child in seen:
                 continue
-            nodes.append(child)
+            j = seen[child] = len(keys)
+            keys.append(child)
             index.append((k, action, arg, value))
             depth_of.append(d)
-            if d > max_depth:
-                max_depth = d
             check_node(j)
             frontier.append(j)
+        for c in range(nc):
+            sh = shift[c]
+            m = (key >> sh) & _FIELD
+            entries = cons_tab.get((g << _FIELD_BITS) | m)
+            if entries is None:
+                entries = consumer_entries(key, g, m, c)
+            transitions += len(entries)
+            for action, seconds, dm, dk, value, judging, failed, left, ns in entries:
+                child = key + (dm << sh) + dk
+                if judging:
+                    arg = c if seconds is None else (c, seconds)
+                    for name in failed:
+                        if name not in violations:
+                            violations[name] = trace(k) + [Step(action, arg, node_of(child), value)]
+                    if left is not None:
+                        check_step(k, key, child, s, ns, left, action, arg, value)
+                if child in seen:
+                    continue
+                j = seen[child] = len(keys)
+                keys.append(child)
+                index.append((k, action, c if seconds is None else (c, seconds), value))
+                depth_of.append(d)
+                check_node(j)
+                frontier.append(j)
+        if d > max_depth and len(keys) > known:  # a child met for the first time lies one deeper
+            max_depth = d
         now = time.perf_counter()
         if progress is not None and now >= next_report:
-            progress(len(nodes), transitions, max_depth, now - start)
+            progress(len(keys), transitions, max_depth, now - start)
             next_report = now + progress_every
-        if max_states is not None and len(nodes) >= max_states and frontier:
+        if max_states is not None and len(keys) >= max_states and frontier:
             verdict, reason = "unknown", f"stopped at max_states={max_states} with {len(frontier)} nodes unexplored"
             break
         if max_seconds is not None and now - start >= max_seconds and frontier:
@@ -243,7 +553,7 @@ def explore(
         verdict = "violation"
     return ExploreResult(
         verdict=verdict,
-        distinct_states=len(nodes),
+        distinct_states=len(keys),
         transitions=transitions,
         depth=max_depth,
         seconds=time.perf_counter() - start,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from refqueue.model import actions as _actions
 from refqueue.model.actions import is_drained, is_live
@@ -137,8 +138,14 @@ def PendingAndLeasedDisjoint(cfg: Config, state: State, consumers: Consumers = (
 def AtMostOneLiveLeasePerSample(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
     """No two consumers hold a live lease on the same sample, and a live lease
     is held only for a LEASED sample (a lease's identity is its delivery)."""
-    live = [c.lease.sample_id for c in consumers if c.lease is not None and is_live(state, c.lease)]
+    live = [sid for sid in (_live_sample(state, c) for c in consumers) if sid is not None]
     return len(live) < 2 or len(live) == len(set(live))
+
+
+def _live_sample(state: State, consumer: Any) -> str | None:
+    """The sample of the live lease ``consumer`` holds, or None."""
+    lease = consumer.lease
+    return lease.sample_id if lease is not None and is_live(state, lease) else None
 
 
 def NoScrubBeforeAck(cfg: Config, state: State, consumers: Consumers = ()) -> bool:
@@ -261,13 +268,23 @@ def TerminalNoneMeansDrained(cfg: Config, state: State, consumers: Consumers = (
     return not any(c.stopped for c in consumers) or is_drained(state)
 
 
-# Which predicates read the consumers (the explorer checks the others once per
-# model state rather than once per node).
+# What each predicate reads of the consumers (``reads_consumers``): nothing
+# (False: the explorer judges it once per model state), each consumer alone
+# ("each": it holds exactly when it holds with no consumer and with each
+# consumer alone, so the explorer judges it once per state and consumer), or
+# all of them together (True, the default: judged once per node; or
+# "distinct", below).
 for _pred in (
     PendingAndLeasedDisjoint, NoScrubBeforeAck, NothingResidentAfterAck, ResidencyMatchesContents, ResidencyWithinCapacity,
     DeadlineWithinVisibility, IntentsHoldCompletedData,
 ):
     _pred.reads_consumers = False  # type: ignore[attr-defined]
+for _pred in (TypeOK, NoOldEpochLeaseLive, RedeliveryCountsDeliveries, TerminalNoneMeansDrained):
+    _pred.reads_consumers = "each"  # type: ignore[attr-defined]
+# "distinct": it holds exactly when the consumers' ``distinct_key``s that are
+# not None are distinct, so the explorer reads each key once per state and consumer.
+AtMostOneLiveLeasePerSample.reads_consumers = "distinct"  # type: ignore[attr-defined]
+AtMostOneLiveLeasePerSample.distinct_key = _live_sample  # type: ignore[attr-defined]
 
 STATE_INVARIANTS: dict[str, Callable[..., bool]] = {
     "TypeOK": TypeOK,
@@ -534,17 +551,49 @@ def LeaseLastsItsTimeout(world: object, before: object, after: object, action: s
     return True
 
 
-# What each world property reads, as a key: the explorer judges a node once
-# per distinct key (the properties are pure).
-BackpressureBound.node_key = lambda node: node.state  # type: ignore[attr-defined]
-NoStuckProducer.node_key = lambda node: (node.state, node.producers)  # type: ignore[attr-defined]
-ParkedRefsArePut.node_key = lambda node: (node.state, node.producers)  # type: ignore[attr-defined]
+# What each world property reads (``reads``, in the names of
+# ``refqueue.model.explorer.NODE_READS`` and ``STEP_READS``): the explorer
+# judges it once per distinct value of what it reads (the properties are pure).
+# A property that does not say is judged on every node or step.
+BackpressureBound.reads = ("state",)  # type: ignore[attr-defined]
+NoStuckProducer.reads = ("state", "producers")  # type: ignore[attr-defined]
+ParkedRefsArePut.reads = ("state", "producers")  # type: ignore[attr-defined]
+StaleLeaseNeverLiveAgain.reads = ("before.state", "after.state", "before.consumer")  # type: ignore[attr-defined]
 
-# What each world step property reads, as a key: the explorer judges a step
-# once per distinct key (the properties are pure).
-LeaseLastsItsTimeout.step_key = (  # type: ignore[attr-defined]
-    lambda before, after, action, arg, value: (before.state, after.state, action, arg)
-)
+
+def _no_lease_wakes(before: State, after: State) -> bool:
+    """Enough for ``StaleLeaseNeverLiveAgain`` to hold on a step between these
+    two states, whatever the consumers hold: in the same epoch, every sample
+    leased after the step was leased before it by the same delivery, so no
+    lease is live after that was not live before (``is_live`` reads exactly the
+    record's status, incarnation and redeliveries and the epoch).  False says
+    nothing: judge the consumers."""
+    if before.epoch != after.epoch:
+        return False
+    was = {(sid, r.incarnation, r.redeliveries) for sid, r in zip(before.ids, before.recs) if r.status == LEASED}
+    return all(
+        (sid, r.incarnation, r.redeliveries) in was for sid, r in zip(after.ids, after.recs) if r.status == LEASED
+    )
+
+
+# A world step property may give ``holds_on_states(before_state, after_state)``:
+# True means it holds on every step between nodes with those model states, so
+# the explorer judges the nodes only where it says False.
+StaleLeaseNeverLiveAgain.holds_on_states = _no_lease_wakes  # type: ignore[attr-defined]
+
+
+def _no_lease_starts(before: State, after: State) -> bool:
+    """Enough for ``LeaseLastsItsTimeout`` to hold on a step between these two
+    states: every sample leased after the step was leased before it with the
+    same deadline, so no deadline was set or moved."""
+    was = {sid: r.deadline for sid, r in zip(before.ids, before.recs) if r.status == LEASED}
+    return all(
+        sid in was and was[sid] == r.deadline for sid, r in zip(after.ids, after.recs) if r.status == LEASED
+    )
+
+
+LeaseLastsItsTimeout.holds_on_states = _no_lease_starts  # type: ignore[attr-defined]
+LeaseLastsItsTimeout.reads = ("before.state", "after.state", "action", "arg")  # type: ignore[attr-defined]
 
 
 def RePutDelivered(world: object, node: object) -> bool:

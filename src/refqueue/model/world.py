@@ -70,7 +70,7 @@ from refqueue.model import actions as A
 from refqueue.model.state import LOST, STORED, Config, ModelLease, State, initial_state, make_config
 
 __all__ = [
-    "DEAD_LETTER_REASON", "Consumer", "Memo", "Node", "Transition", "World", "make_world", "initial_node", "successors",
+    "DEAD_LETTER_REASON", "Consumer", "ConsumerMove", "Memo", "Node", "Transition", "World", "make_world", "initial_node", "successors", "consumer_moves",
 ]  # fmt: skip
 
 
@@ -342,39 +342,104 @@ def _lease_moves(world: World, state: State, lease: ModelLease) -> _LeaseMoves:
     )
 
 
+# One move of one consumer (``consumer_moves``): the TLA+ action, the extend's
+# seconds (None: the world's arg is the consumer's index; else the arg is
+# ``(index, seconds)``), what the consumer holds afterwards, the model's state
+# afterwards (the same object when the move leaves it alone) and the value the
+# model's action returned.
+ConsumerMove = tuple[str, int | None, Consumer, State, object]
+
+
+def consumer_moves(world: World, state: State, me: Consumer, memo: Memo | None = None) -> list[ConsumerMove]:
+    """Every move of one consumer holding ``me`` from the model's ``state``.
+
+    A consumer's moves depend on the model's state and on what that consumer
+    holds, never on the other consumers or the producers: ``successors`` and
+    the explorer compute them once per pair and place them in each node.
+    ``memo`` keeps the model's answers that several holdings share (an
+    acquire from the state, what a lease can do in it)."""
+    if me.stopped:
+        return []
+    cfg = world.cfg
+    lease, holding, _, kept = me
+    moves: list[ConsumerMove] = []
+    if kept is not None:
+        # a stale copy used later (D1): always answers False and changes nothing
+        same = _consumer((lease, holding, False, None))
+        out = A.ack(cfg, state, kept)
+        moves.append(("AckCopy", None, same, out.state, out.value))
+        out = A.fail(cfg, state, kept)
+        moves.append(("FailCopy", None, same, out.state, out.value))
+    if lease is None:
+        if state.pending:
+            if memo is None:
+                out = A.acquire(cfg, state)
+            else:
+                out = memo.acquire.get(state)  # type: ignore[assignment]
+                if out is None:
+                    out = memo.acquire[state] = A.acquire(cfg, state)
+            moves.append(("Acquire", None, _consumer((out.value, False, False, kept)), out.state, out.value))
+            if world.lost_replies:  # leased, the reply lost: nobody holds the lease
+                moves.append(("AcquireLost", None, me, out.state, out.value))
+        elif state.closed and (world.anchor_consumer or A.outstanding_count(state) == 0):
+            moves.append(("Stop", None, STOPPED, state, None))
+        return moves
+    if memo is None:
+        lm = _lease_moves(world, state, lease)
+    else:
+        lm = memo.lease.get((state, lease))  # type: ignore[assignment]
+        if lm is None:
+            lm = memo.lease[(state, lease)] = _lease_moves(world, state, lease)
+    if holding:
+        moves.append(("Release", None, _consumer((lease, False, False, kept)), state, None))
+    else:
+        if lm.can_get:
+            moves.append(("Get", None, _consumer((lease, True, False, kept)), state, True))
+        done = _consumer((None, False, False, lease if world.retain_copies else None))
+        moves.append(("Ack", None, done, lm.ack.state, lm.ack.value))
+        if world.lost_replies and lm.ack.value is True:  # committed, the reply lost: it keeps the lease
+            moves.append(("AckLost", None, me, lm.ack.state, lm.ack.value))
+        moves.append(("Fail", None, done, lm.fail.state, lm.fail.value))
+        if world.lost_replies and lm.fail.value is True:
+            moves.append(("FailLost", None, me, lm.fail.state, lm.fail.value))
+        if lm.dead_letter is not None:
+            moves.append(("DeadLetter", None, done, lm.dead_letter.state, lm.dead_letter.value))
+    if lm.extend is not None:
+        moves.append(("Extend", None, me, lm.extend.state, lm.extend.value))
+    for seconds, out in lm.extend_by:
+        moves.append(("Extend", seconds, me, out.state, out.value))
+    moves.append(("Crash", None, IDLE, state, None))
+    return moves
+
+
 class Memo:
     """Caches of the world's pure moves, keyed by the model's state.
 
     Many nodes share one model state and differ only in what the consumers
     hold (at the default bounds, thousands of nodes over a few hundred
-    states), so the explorer computes each state's moves once.  The actions
+    states), so ``successors`` computes each state's moves once.  The moves
     are pure, so this changes nothing but the time taken.
     """
 
-    __slots__ = ("core", "lease", "acquire", "states")
+    __slots__ = ("core", "consumer", "acquire", "lease", "states")
 
     def __init__(self) -> None:
         self.core: dict[tuple, list] = {}
-        self.lease: dict[tuple[State, ModelLease], _LeaseMoves] = {}
+        self.consumer: dict[tuple[State, Consumer], list[ConsumerMove]] = {}
         self.acquire: dict[State, A.Outcome] = {}
+        self.lease: dict[tuple[State, ModelLease], _LeaseMoves] = {}
         # One object per distinct state the moves reach, so that the nodes
         # share their states and comparing two equal ones is an identity check.
         self.states: dict[State, State] = {}
-
-    def canonical(self, outcome: A.Outcome) -> A.Outcome:
-        """``outcome`` with its state replaced by the equal one met first."""
-        state = outcome.state
-        first = self.states.setdefault(state, state)
-        return outcome if first is state else A.Outcome(first, outcome.value, outcome.error)
 
 
 def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[Transition]:
     """Every transition out of ``node``: the producers', the environment's, each consumer's."""
     state, consumers, producers, produced = node
-    key = (state, producers, produced)
     if memo is None:
         core = _core_moves(world, state, producers, produced)
     else:
+        key = (state, producers, produced)
         core = memo.core.get(key)  # type: ignore[assignment]
         if core is None:
             states = memo.states
@@ -386,66 +451,23 @@ def successors(world: World, node: Node, memo: Memo | None = None) -> Iterator[T
             ]
     for action, arg, new_state, value, new_producers, new_produced in core:
         yield _transition((action, arg, _node((new_state, consumers, new_producers, new_produced)), value))
-
-    def moved(c: int, me: Consumer, to: State = state) -> Node:
-        return _node((to, consumers[:c] + (me,) + consumers[c + 1 :], producers, produced))
-
-    retain = world.retain_copies
     for c, me in enumerate(consumers):
         if me.stopped:
             continue
-        lease, holding, _, kept = me
-        if kept is not None:
-            # a stale copy used later (D1): always answers False and changes nothing
-            out = A.ack(world.cfg, state, kept)
-            yield _transition(("AckCopy", c, moved(c, _consumer((lease, holding, False, None)), out.state), out.value))
-            out = A.fail(world.cfg, state, kept)
-            yield _transition(("FailCopy", c, moved(c, _consumer((lease, holding, False, None)), out.state), out.value))
-        if lease is None:
-            if state.pending:
-                if memo is None:
-                    out = A.acquire(world.cfg, state)
-                else:
-                    out = memo.acquire.get(state)  # type: ignore[assignment]
-                    if out is None:
-                        out = memo.acquire[state] = memo.canonical(A.acquire(world.cfg, state))
-                yield _transition(("Acquire", c, moved(c, _consumer((out.value, False, False, kept)), out.state), out.value))
-                if world.lost_replies:  # leased, the reply lost: nobody holds the lease
-                    yield _transition(("AcquireLost", c, moved(c, me, out.state), out.value))
-            elif state.closed and (world.anchor_consumer or A.outstanding_count(state) == 0):
-                yield _transition(("Stop", c, moved(c, STOPPED), None))
-            continue
         if memo is None:
-            moves = _lease_moves(world, state, lease)
+            moves = consumer_moves(world, state, me)
         else:
-            moves = memo.lease.get((state, lease))  # type: ignore[assignment]
+            moves = memo.consumer.get((state, me))  # type: ignore[assignment]
             if moves is None:
-                m = _lease_moves(world, state, lease)
-                canon = memo.canonical
-                moves = memo.lease[(state, lease)] = m._replace(
-                    ack=canon(m.ack),
-                    fail=canon(m.fail),
-                    extend=None if m.extend is None else canon(m.extend),
-                    dead_letter=None if m.dead_letter is None else canon(m.dead_letter),
-                    extend_by=tuple((seconds, canon(out)) for seconds, out in m.extend_by),
-                )
-        if holding:
-            yield _transition(("Release", c, moved(c, _consumer((lease, False, False, kept))), None))
-        else:
-            if moves.can_get:
-                yield _transition(("Get", c, moved(c, _consumer((lease, True, False, kept))), True))
-            done = _consumer((None, False, False, lease if retain else None))
-            yield _transition(("Ack", c, moved(c, done, moves.ack.state), moves.ack.value))
-            if world.lost_replies and moves.ack.value is True:  # committed, the reply lost: it keeps the lease
-                yield _transition(("AckLost", c, moved(c, me, moves.ack.state), moves.ack.value))
-            yield _transition(("Fail", c, moved(c, done, moves.fail.state), moves.fail.value))
-            if world.lost_replies and moves.fail.value is True:
-                yield _transition(("FailLost", c, moved(c, me, moves.fail.state), moves.fail.value))
-            if moves.dead_letter is not None:
-                out = moves.dead_letter
-                yield _transition(("DeadLetter", c, moved(c, done, out.state), out.value))
-        if moves.extend is not None:
-            yield _transition(("Extend", c, moved(c, me, moves.extend.state), moves.extend.value))
-        for seconds, out in moves.extend_by:
-            yield _transition(("Extend", (c, seconds), moved(c, me, out.state), out.value))
-        yield _transition(("Crash", c, moved(c, IDLE), None))
+                states = memo.states
+                moves = memo.consumer[(state, me)] = [
+                    # (a move that leaves the state alone keeps the node's own object)
+                    (action, seconds, new_me, new_state if new_state is state else states.setdefault(new_state, new_state), value)
+                    for action, seconds, new_me, new_state, value in consumer_moves(world, state, me, memo)
+                ]
+        for action, seconds, new_me, new_state, value in moves:
+            after = consumers[:c] + (new_me,) + consumers[c + 1 :]
+            yield _transition((
+                action, c if seconds is None else (c, seconds),
+                _node((new_state, after, producers, produced)), value,
+            ))

@@ -423,8 +423,9 @@ def run_graph_agreement(
 # replace what the closed world actually calls: refqueue.model.world calls
 # ``A.try_put``, ``A.store_put``, ``A.ack``, ``A.extend``, ``A.is_live``,
 # ``A.expired``, ``A.put_retry``, ``A.scrub_intent``, ``A.restart_lossy``,
-# ``A.recover`` through the module ``A`` (and its own ``_core_moves`` and
-# ``_lease_moves`` as module globals), and the actions call ``_requeue``,
+# ``A.recover`` through the module ``A`` (and its own ``_core_moves``,
+# ``consumer_moves`` and ``_lease_moves`` as module globals; the explorer
+# calls ``_core_moves`` and ``consumer_moves`` through the module), and the actions call ``_requeue``,
 # ``_finish``, ``put``, ``is_live`` and ``expired`` as module globals, so
 # patching the module attribute reaches every caller.  The invariants keep their own
 # ``is_live`` (imported by name), so they judge with the real definition.
@@ -745,11 +746,11 @@ def _patch_ack_retry_commits_again() -> Patch:
 
 
 def _patch_stop_without_drained() -> Patch:
-    from refqueue.model import explorer
+    from refqueue.model import world as W
 
-    real = explorer.successors
+    real = W.consumer_moves
     # a consumer stops on "acquire is None and closed", leases outstanding or not
-    return [(explorer, "successors", lambda world, node, memo=None: real(world._replace(anchor_consumer=True), node, memo))]
+    return [(W, "consumer_moves", lambda world, *rest: real(world._replace(anchor_consumer=True), *rest))]
 
 
 def _patch_producer_crash_stays_parked() -> Patch:
