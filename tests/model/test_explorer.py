@@ -2,8 +2,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from refqueue.cli import main
 from refqueue.model import actions as A
 from refqueue.model.explorer import build_graph, explore, work_lost
