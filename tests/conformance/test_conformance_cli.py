@@ -28,6 +28,7 @@ def test_certify_passes_and_writes_the_certificate(tmp_path, monkeypatch, capsys
     assert out.startswith("refqueue certify: PASS  conformance.mutants._base:make  (profile ci, seed 3, kit ")
     data = json.loads((tmp_path / "conformance_mutants_base_make.json").read_text())
     assert data["verdict"] == "pass" and data["seed"] == 3 and data["failure"] is None
+    assert data["partial"] is False and data["phases_not_requested"] == []  # every phase asked for
     assert data["examples"] >= 5 and data["steps"] > 0
     assert set(data["coverage"]["world_graph"]) >= {"transitions", "transitions_total", "actions_never_tried"}
     assert data["capabilities"]["fifo"] is True
@@ -76,6 +77,9 @@ def test_an_unknown_phase_exits_2_listing_the_phases(capsys):
     assert "argument --phase: invalid choice: 'speed'" in err and "'blocking'" in err
 
 
+# test_certify_passes_and_writes_the_certificate makes these assertions on its certificate of
+# the same whole run in the default run: slow, so that the default run certifies it once.
+@pytest.mark.slow
 def test_a_full_run_is_not_partial(tmp_path, monkeypatch):
     monkeypatch.setitem(PROFILES, "ci", TINY)
     cert = certify("conformance.mutants._base:make")
