@@ -28,6 +28,7 @@ def test_certify_passes_and_writes_the_certificate(tmp_path, monkeypatch, capsys
     assert out.startswith("refqueue certify: PASS  conformance.mutants._base:make  (profile ci, seed 3, kit ")
     data = json.loads((tmp_path / "conformance_mutants_base_make.json").read_text())
     assert data["verdict"] == "pass" and data["seed"] == 3 and data["failure"] is None
+    assert data["partial"] is False and data["phases_not_requested"] == []  # every phase asked for
     assert data["examples"] >= 5 and data["steps"] > 0
     assert set(data["coverage"]["world_graph"]) >= {"transitions", "transitions_total", "actions_never_tried"}
     assert data["capabilities"]["fifo"] is True
@@ -76,6 +77,9 @@ def test_an_unknown_phase_exits_2_listing_the_phases(capsys):
     assert "argument --phase: invalid choice: 'speed'" in err and "'blocking'" in err
 
 
+# test_certify_passes_and_writes_the_certificate makes these assertions on its certificate of
+# the same whole run in the default run: slow, so that the default run certifies it once.
+@pytest.mark.slow
 def test_a_full_run_is_not_partial(tmp_path, monkeypatch):
     monkeypatch.setitem(PROFILES, "ci", TINY)
     cert = certify("conformance.mutants._base:make")
@@ -148,7 +152,19 @@ def test_certify_validates_its_arguments():
         certify("conformance.mutants._base:make", producer_bound=-1)
 
 
+# The plugin's run of the ci profile with one trial of each randomised blocking check
+# (as the short pass makes them): every blocking check passes this mutant whatever
+# the trials, which took 18 of the run's 28 s at the profile's six.
+ONE_WAKE_TRIAL = """
+import dataclasses
+from refqueue.conformance.certify import PROFILES
+
+PROFILES["ci"] = dataclasses.replace(PROFILES["ci"], wake_trials=1)
+"""
+
+
 def test_pytest_plugin_runs_the_phases_of_a_backend(tmp_path):
+    (tmp_path / "conftest.py").write_text(ONE_WAKE_TRIAL)
     run = subprocess.run(
         [
             sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",

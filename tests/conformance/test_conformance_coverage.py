@@ -49,6 +49,10 @@ def test_situations_a_backend_cannot_reach_do_not_count():
     assert reach.counts() == (0, len(SITUATIONS) - 3)
 
 
+# The same certification as conformance/test_inprocess.py::test_inprocess_queue_conforms[walks]
+# (the in-process queue's walks phase, ci profile, seed 0), which makes these assertions in the
+# default run: slow, so that the default run walks the kit worlds with it once.
+@pytest.mark.slow
 def test_the_inprocess_queue_reaches_every_situation_under_ci():
     started = time.perf_counter()
     cert = certify("refqueue.conformance.backends:inprocess", profile="ci", phases=("walks",))

@@ -104,8 +104,13 @@ class RedisServer:
             raise RedisServerError("RedisServer.restart: the server is not running; start() it first")
         if durable and not self.persistent:
             import redis as redis_py
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
 
-            client = redis_py.Redis(host="127.0.0.1", port=self.port, socket_timeout=30)
+            # No retries: the connection the server closes as it goes down is the
+            # answer SHUTDOWN expects, and redis-py's default retry would reconnect
+            # to the dead port with backoff (3.5 s of each durable restart).
+            client = redis_py.Redis(host="127.0.0.1", port=self.port, socket_timeout=30, retry=Retry(NoBackoff(), 0))
             try:
                 client.shutdown(save=True)
             except redis_py.exceptions.ConnectionError:

@@ -94,6 +94,22 @@ class WorldGraph:
         return path
 
 
+# The explorer's graphs of the kit's worlds (each KIT_WORLDS entry as every set of
+# capabilities shapes it: five distinct worlds), kept for the process.  They take
+# seconds each to build (the agreement world about 6 s) and every walks phase
+# drives all four, while world_graph's small cache also holds the tests' own
+# worlds and each capability's view: there they were evicted and built again.
+_KIT_GRAPHS: dict[World, StateGraph] = {}
+
+
+def _kit_graph(world: World) -> StateGraph:
+    """The explorer's graph of ``world``, one of the kit's worlds: built once per process."""
+    graph = _KIT_GRAPHS.get(world)
+    if graph is None:
+        graph = _KIT_GRAPHS[world] = build_graph(world)
+    return graph
+
+
 @functools.lru_cache(maxsize=8)
 def world_graph(world: World | None = None, without: frozenset[str] = frozenset()) -> WorldGraph:
     """The graph of ``world`` (default ``make_world()``), built once per process.
@@ -104,7 +120,10 @@ def world_graph(world: World | None = None, without: frozenset[str] = frozenset(
     are left out, and so is every node reachable only through them: the
     drivers and the coverage see the smaller world.
     """
-    graph = build_graph(make_world() if world is None else world)
+    world = make_world() if world is None else world
+    graph = _KIT_GRAPHS.get(world)
+    if graph is None:
+        graph = build_graph(world)
     n = len(graph.nodes)
     out: list[list[int]] = [[] for _ in range(n)]
     parent = [-1] * n
@@ -151,8 +170,9 @@ def kit_world(name: str, capabilities: Any) -> tuple[WorldGraph, list[str]]:
     if name not in KIT_WORLDS:
         raise ValueError(f"unknown kit world {name!r}; use one of {list(KIT_WORLDS)}")
     keywords, without, said = world_limits(capabilities)
-    merged = {**KIT_WORLDS[name], **keywords}
-    return world_graph(make_world(**merged) if merged else None, without), said
+    world = make_world(**{**KIT_WORLDS[name], **keywords})
+    _kit_graph(world)  # world_graph finds it there, however often its own cache evicted it
+    return world_graph(world, without), said
 
 
 def world_limits(capabilities: Any) -> tuple[dict[str, Any], frozenset[str], list[str]]:
