@@ -7,7 +7,9 @@ step that changes the model's state, with nothing cached.
 
 Both must agree exactly, on worlds that turn on each option of the closed
 world and on the model with a mutant's mistake in it: the same counts, the
-same violated properties, each with the same (first, shortest) trace."""
+same violated properties, each with the same (first, shortest) trace.  And
+``build_graph``, which walks the same tables, must give the plain search's
+nodes and edges, in its order."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from refqueue.model import invariants as I
-from refqueue.model.explorer import explore
+from refqueue.model.explorer import build_graph, explore
 from refqueue.model.world import initial_node, make_world, successors
 from refqueue.spec_check import mutants as M
 
@@ -131,3 +133,37 @@ def test_the_explorer_finds_what_a_plain_search_finds_in_a_mutant(name):
     with M.patched(name, mutant.python.extra):
         result = _agree(world)
     assert result.verdict == "violation" and mutant.python.expected in result.violations
+
+
+def plain_graph(world):
+    """Every node and edge, breadth-first over ``successors`` with nothing cached."""
+    root = initial_node(world)
+    index, nodes, edges = {root: 0}, [root], []
+    frontier = deque([0])
+    while frontier:
+        k = frontier.popleft()
+        for action, arg, child, value in successors(world, nodes[k]):
+            if child not in index:
+                index[child] = len(nodes)
+                nodes.append(child)
+                frontier.append(index[child])
+            edges.append((k, action, arg, index[child], value))
+    return nodes, edges
+
+
+@pytest.mark.parametrize("name", sorted(WORLDS))
+def test_build_graph_gives_the_plain_search_s_nodes_and_edges_in_its_order(name):
+    world = make_world(**WORLDS[name])
+    graph = build_graph(world)
+    nodes, edges = plain_graph(world)
+    assert graph.nodes == nodes and graph.edges == edges
+    assert all(graph.index[node] == i for i, node in enumerate(nodes))
+
+
+def test_build_graph_walks_a_mutant_s_world_as_patched():
+    mutant = BY_NAME["stop-without-drained"]
+    world = make_world(**mutant.python.world)
+    with M.patched(mutant.name, mutant.python.extra):
+        patched = build_graph(world)
+        assert (patched.nodes, patched.edges) == plain_graph(world)
+    assert len(build_graph(world).edges) < len(patched.edges)  # the patch adds Stop steps

@@ -3,7 +3,8 @@
 Pure functions over immutable state (``refqueue.model.actions``), the named
 safety properties (``refqueue.model.invariants``), the closed world of one
 producer and a few consumers (``refqueue.model.world``) and its exhaustive
-explorer (``refqueue.model.explorer``).  It shares no code with the
+explorer (``refqueue.model.explorer``, which walks the world's nodes as ints
+over the tables of ``refqueue.model.tables``).  It shares no code with the
 production queue it judges and imports neither torch nor threading.
 """
 

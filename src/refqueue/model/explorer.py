@@ -32,9 +32,9 @@ from refqueue.model.invariants import (
     WORLD_INVARIANTS,
     WORLD_TRANSITION_INVARIANTS,
 )
-from refqueue.model import world as W
-from refqueue.model.state import LEASED, PENDING, State
-from refqueue.model.world import Consumer, Memo, Node, World, initial_node, successors
+from refqueue.model.state import LEASED, PENDING
+from refqueue.model.tables import FIELD, FIELD_BITS, Tables
+from refqueue.model.world import Node, World, initial_node
 
 _BY_HOLDER = frozenset({"Ack", "Fail", "Extend", "DeadLetter", "AckLost", "FailLost"})
 _BY_PRODUCER = frozenset({"TryPut", "TryPutLost"})
@@ -80,16 +80,6 @@ def work_lost(world: World, node: Node) -> bool:
         return False
     return any(r.status in (PENDING, LEASED) for r in node.state.recs)
 
-
-# A node's key in the explorer: one int.  Each consumer's holding is a field of
-# _FIELD_BITS bits (consumer c at bit _FIELD_BITS * c) giving its index in the
-# table of distinct ``Consumer`` values; above them sits the index of the
-# node's core, the distinct (model state, producers, productions started).  A
-# move of one consumer or of the core changes one or two fields, so the child's
-# key is the parent's plus a difference, and the seen set hashes ints instead
-# of nested tuples.
-_FIELD_BITS = 32
-_FIELD = (1 << _FIELD_BITS) - 1
 
 # What a world property may read (its ``reads`` attribute), by the names the
 # explorer knows: of a node (WORLD_INVARIANTS) or of a step, its nodes before
@@ -189,11 +179,6 @@ def _search(
 ) -> ExploreResult:
     """``explore``'s search, with the collector as the caller left it."""
     cfg = world.cfg
-    core_moves, consumer_moves = W._core_moves, W.consumer_moves
-    nc = world.consumers
-    shift = [_FIELD_BITS * c for c in range(nc)]
-    top = _FIELD_BITS * nc  # where a key's core index starts
-    low = (1 << top) - 1  # the consumers' fields of a key
     # State invariants by what they read of the consumers (their ``reads_consumers``):
     # nothing, each consumer alone (a conjunction: judged on no consumer once
     # per state, then once per state and consumer), a key per consumer that
@@ -223,66 +208,24 @@ def _search(
     start = time.perf_counter()
     next_report = start + progress_every
 
-    # The tables a key's indices point into, each grown as the search meets a new value.
-    states: list[State] = []
-    state_ix: dict[State, int] = {}
+    # The tables a key's indices point into (refqueue.model.tables), and what
+    # this search keeps per state and per core.
     state_failed: list[tuple[str, ...]] = []  # the core checks each state fails
-    parts: list[tuple[tuple[str | None, ...], int]] = []  # (producers, produced)
-    part_ix: dict[tuple[tuple[str | None, ...], int], int] = {}
-    cores: list[tuple[int, int]] = []  # core index -> (state index, part index)
-    core_ix: dict[tuple[int, int], int] = {}
-    mes: list[Consumer] = []
-    me_ix: dict[Consumer, int] = {}
-    crowds: dict[int, tuple[Consumer, ...]] = {}  # a key's consumer fields -> the consumers
+    core_tab: list[list[tuple] | None] = []  # each core's entries, once made
+    core_failed: list[tuple[str, ...] | None] = []  # the world node checks read once per core that it fails
 
-    def state_index(state: State) -> int:
-        i = state_ix.get(state)
-        if i is None:
-            i = state_ix[state] = len(states)
-            states.append(state)
-            state_failed.append(tuple(n for n, p in core_checks if not p(cfg, state, ())))
-        return i
+    def new_state(i: int) -> None:
+        state = states[i]
+        state_failed.append(tuple(n for n, p in core_checks if not p(cfg, state, ())))
 
-    def core_index(s: int, producers: tuple[str | None, ...], produced: int) -> int:
-        pk = (producers, produced)
-        q = part_ix.get(pk)
-        if q is None:
-            q = part_ix[pk] = len(parts)
-            parts.append(pk)
-        return core_at(s, q)
+    def new_core(g: int) -> None:
+        core_tab.append(None)
+        core_failed.append(None)
 
-    def core_at(s: int, q: int) -> int:
-        g = core_ix.get((s, q))
-        if g is None:
-            g = core_ix[(s, q)] = len(cores)
-            cores.append((s, q))
-            core_tab.append(None)
-            core_failed.append(None)
-        return g
-
-    def me_index(me: Consumer) -> int:
-        m = me_ix.get(me)
-        if m is None:
-            m = me_ix[me] = len(mes)
-            mes.append(me)
-        return m
-
-    def crowd(bits: int) -> tuple[Consumer, ...]:
-        got = crowds.get(bits)
-        if got is None:
-            got = crowds[bits] = tuple(mes[(bits >> sh) & _FIELD] for sh in shift)
-        return got
-
-    def node_of(key: int) -> Node:
-        s, q = cores[key >> top]
-        producers, produced = parts[q]
-        return Node(states[s], crowd(key & low), producers, produced)
-
-    def alone(key: int, c: int) -> Node:
-        """The node of ``key`` holding consumer ``c`` only (a property judged per consumer)."""
-        s, q = cores[key >> top]
-        producers, produced = parts[q]
-        return Node(states[s], (mes[(key >> shift[c]) & _FIELD],), producers, produced)
+    tables = Tables(world, new_state, new_core)
+    states, cores, mes = tables.states, tables.cores, tables.mes
+    nc, shift, top, low = tables.nc, tables.shift, tables.top, tables.low
+    core_at, node_of, alone = tables.core_at, tables.node_of, tables.alone
 
     # The step checks a move of the model fails, by (state, state', action, what, value),
     # all they read: a put step is judged by the sample it puts (the world's arg
@@ -323,7 +266,7 @@ def _search(
             if name in violations:
                 continue
             if holds_on_states is not None:  # what the states alone settle, once per pair of states
-                sk = s << _FIELD_BITS | ns
+                sk = s << FIELD_BITS | ns
                 settled = on_states.get(sk)
                 if settled is None:
                     settled = on_states[sk] = bool(holds_on_states(states[s], states[ns]))
@@ -333,9 +276,9 @@ def _search(
                 left.append(check)
                 continue
             if by_states:
-                ok = judged.get(s << _FIELD_BITS | ns)
+                ok = judged.get(s << FIELD_BITS | ns)
                 if ok is None:
-                    ok = judged[s << _FIELD_BITS | ns] = bool(pred(world, node_of(key), node_of(child), action, arg, value))
+                    ok = judged[s << FIELD_BITS | ns] = bool(pred(world, node_of(key), node_of(child), action, arg, value))
             else:
                 ok = bool(pred(world, node_of(key), node_of(child), action, arg, value))
             if not ok:
@@ -355,20 +298,16 @@ def _search(
 
     def core_entries(key: int, g: int) -> list[tuple]:
         s, q = cores[g]
-        state = states[s]
-        producers, produced = parts[q]
+        producers = tables.parts[q][0]
         entries = []
-        for action, arg, new_state, value, new_producers, new_produced in core_moves(world, state, producers, produced):
-            ns = state_index(new_state)
-            dk = (core_index(ns, new_producers, new_produced) - g) << top
+        for action, arg, ns, value, ng in tables.core_moves(g):
+            dk = (ng - g) << top
             what = producers[arg] if action in _BY_PRODUCER else arg  # type: ignore[index]
             failed, left = judge_move(key, key + dk, s, ns, action, arg, what, value, False)
             entries.append((action, arg, dk, value, failed or left is not None, failed, left, ns))
         core_tab[g] = entries
         return entries
 
-    by_state: dict[tuple[int, int], list[tuple]] = {}  # (state, consumer) -> its moves
-    memo = Memo()  # what several holdings share (an acquire, what a lease can do)
     # (core, a consumer's index) -> its entries, whichever consumer holds it: the
     # entry gives the extend's seconds instead of the arg, and the key
     # difference without the consumer's own field
@@ -376,12 +315,7 @@ def _search(
 
     def consumer_entries(key: int, g: int, m: int, c: int) -> list[tuple]:
         s, q = cores[g]
-        moves = by_state.get((s, m))
-        if moves is None:
-            moves = by_state[(s, m)] = [
-                (action, seconds, me_index(new_me) - m, state_index(new_state), value)
-                for action, seconds, new_me, new_state, value in consumer_moves(world, states[s], mes[m], memo)
-            ]
+        moves = tables.consumer_moves(s, m)
         lease = mes[m].lease
         entries = []
         for action, seconds, dm, ns, value in moves:
@@ -395,7 +329,7 @@ def _search(
             what = lease if action in _BY_HOLDER else None
             failed, left = judge_move(key, key + (dm << shift[c]) + dk, s, ns, action, arg, what, value, True)
             entries.append((dm, dk, bool(failed) or left is not None, action, seconds, value, failed, left, ns))
-        cons_tab[(g << _FIELD_BITS) | m] = entries
+        cons_tab[(g << FIELD_BITS) | m] = entries
         return entries
 
     def trace(k: int) -> list[Step]:
@@ -416,10 +350,10 @@ def _search(
         alone_ = (me,)
         failed = tuple(n for n, p in each_checks if n not in violations and not p(cfg, state, alone_))
         dkeys = tuple(f(state, me) for _, _, f in distinct_checks)
-        facts = per_consumer[(s << _FIELD_BITS) | m] = (failed, dkeys if any(x is not None for x in dkeys) else None)
+        facts = per_consumer[(s << FIELD_BITS) | m] = (failed, dkeys if any(x is not None for x in dkeys) else None)
         return facts
 
-    per_consumer: dict[int, tuple[tuple[str, ...], tuple | None]] = {}
+    per_consumer: dict[int, tuple[tuple[str, ...], tuple | None]] = {}  # (state, consumer) -> consumer_facts
     world_slow = [(n, p) for n, p, how in world_checks if how != _ONCE]
 
     def check_node(k: int) -> None:
@@ -429,10 +363,10 @@ def _search(
         for name in state_failed[s]:
             if name not in violations:
                 violations[name] = trace(k)
-        base = s << _FIELD_BITS
+        base = s << FIELD_BITS
         keyed = None
         for sh in shift:
-            m = (key >> sh) & _FIELD
+            m = (key >> sh) & FIELD
             facts = per_consumer.get(base | m)
             if facts is None:
                 facts = consumer_facts(s, m)
@@ -451,7 +385,7 @@ def _search(
                 if len(got) != len(set(got)) and name not in violations:
                     violations[name] = trace(k)
         if node_checks:
-            state, consumers = states[s], crowd(key & low)
+            state, consumers = states[s], tables.crowd(key & low)
             for name, pred in node_checks:
                 if name not in violations and not pred(cfg, state, consumers):
                     violations[name] = trace(k)
@@ -483,7 +417,7 @@ def _search(
         for name, pred, how, judged, by_states, _, _, reads_arg in checks:
             if name in violations:
                 continue
-            jm = (s << _FIELD_BITS | ns) if by_states else move
+            jm = (s << FIELD_BITS | ns) if by_states else move
             if reads_arg:
                 jm = (jm, arg)
             if how == _ONCE:
@@ -493,7 +427,7 @@ def _search(
             elif how == _EACH:
                 ok = True
                 for c, sh in enumerate(shift):
-                    jk = (jm << _FIELD_BITS | ((key >> sh) & _FIELD)) if type(jm) is int else (jm, (key >> sh) & _FIELD)
+                    jk = (jm << FIELD_BITS | ((key >> sh) & FIELD)) if type(jm) is int else (jm, (key >> sh) & FIELD)
                     ok = judged.get(jk)
                     if ok is None:
                         ok = judged[jk] = bool(pred(world, alone(key, c), alone(child, c), action, arg, value))
@@ -509,10 +443,7 @@ def _search(
             if not ok:
                 violations[name] = trace(k) + [Step(action, arg, node_of(child), value)]
 
-    root = initial_node(world)
-    root_key = core_index(state_index(root.state), root.producers, root.produced) << top
-    for c, me in enumerate(root.consumers):
-        root_key |= me_index(me) << shift[c]
+    root_key = tables.key_of(initial_node(world))
     seen: dict[int, int] = {root_key: 0}
     keys: list[int] = [root_key]
     index: list[tuple[int, str | None, object, object]] = [(-1, None, None, None)]
@@ -556,8 +487,8 @@ def _search(
             frontier.append(j)
         for c in range(nc):
             sh = shift[c]
-            m = (key >> sh) & _FIELD
-            entries = cons_tab.get((g << _FIELD_BITS) | m)
+            m = (key >> sh) & FIELD
+            entries = cons_tab.get((g << FIELD_BITS) | m)
             if entries is None:
                 entries = consumer_entries(key, g, m, c)
             transitions += len(entries)
@@ -623,24 +554,58 @@ def build_graph(world: World, *, max_states: int | None = None) -> StateGraph:
 
 
 def _graph(world: World, max_states: int | None) -> StateGraph:
-    root = initial_node(world)
-    index: dict[Node, int] = {root: 0}
-    nodes = [root]
+    # The nodes and transitions ``successors`` gives, in its order, walked over
+    # int keys (refqueue.model.tables): the Node objects are made once, at the end.
+    tables = Tables(world)
+    nc, shift, top = tables.nc, tables.shift, tables.top
+    cores = tables.cores
+    root_key = tables.key_of(initial_node(world))
+    seen: dict[int, int] = {root_key: 0}
+    keys = [root_key]
     edges: list[tuple[int, str, object, int, object]] = []
+    core_tab: dict[int, list[tuple]] = {}  # core -> (action, arg, key difference, value)
+    cons_tab: dict[int, list[tuple]] = {}  # (core, consumer value) -> (index difference, key difference, action, seconds, value)
     frontier: deque[int] = deque([0])
-    memo = Memo()
+
+    def reach(child: int) -> int:
+        j = seen.get(child)
+        if j is None:
+            if max_states is not None and len(keys) >= max_states:
+                raise RuntimeError(
+                    f"the graph of {world} has more than max_states={max_states} nodes; "
+                    f"shrink the bounds or raise max_states"
+                )
+            j = seen[child] = len(keys)
+            keys.append(child)
+            frontier.append(j)
+        return j
+
     while frontier:
         k = frontier.popleft()
-        for action, arg, child, value in successors(world, nodes[k], memo):
-            j = index.get(child)
-            if j is None:
-                if max_states is not None and len(nodes) >= max_states:
-                    raise RuntimeError(
-                        f"the graph of {world} has more than max_states={max_states} nodes; "
-                        f"shrink the bounds or raise max_states"
-                    )
-                j = index[child] = len(nodes)
-                nodes.append(child)
-                frontier.append(j)
-            edges.append((k, action, arg, j, value))
-    return StateGraph(world, nodes, edges, index)
+        key = keys[k]
+        g = key >> top
+        entries = core_tab.get(g)
+        if entries is None:
+            entries = core_tab[g] = [
+                (action, arg, (ng - g) << top, value) for action, arg, _, value, ng in tables.core_moves(g)
+            ]
+        for action, arg, dk, value in entries:
+            child = key + dk
+            j = seen.get(child)
+            edges.append((k, action, arg, reach(child) if j is None else j, value))
+        s, q = cores[g]
+        for c in range(nc):
+            sh = shift[c]
+            m = (key >> sh) & FIELD
+            entries = cons_tab.get((g << FIELD_BITS) | m)
+            if entries is None:
+                entries = cons_tab[(g << FIELD_BITS) | m] = [
+                    (dm, 0 if ns == s else (tables.core_at(ns, q) - g) << top, action, seconds, value)
+                    for action, seconds, dm, ns, value in tables.consumer_moves(s, m)
+                ]
+            for dm, dk, action, seconds, value in entries:
+                child = key + (dm << sh) + dk
+                j = seen.get(child)
+                edges.append((k, action, c if seconds is None else (c, seconds), reach(child) if j is None else j, value))
+    nodes = [tables.node_of(key) for key in keys]
+    return StateGraph(world, nodes, edges, {node: i for i, node in enumerate(nodes)})
