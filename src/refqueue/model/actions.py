@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import functools
 import math
+from itertools import compress, count, repeat
+from operator import attrgetter, is_not
 from typing import Any, NamedTuple
 
 from refqueue.model.decisions import effective_residency, is_due, next_paused
@@ -136,6 +138,7 @@ class Health(NamedTuple):
 _outcome = functools.partial(tuple.__new__, Outcome)
 _rec = functools.partial(tuple.__new__, Rec)
 _lease = functools.partial(tuple.__new__, ModelLease)
+_deadline = attrgetter("deadline")
 
 
 # -- reading the state ------------------------------------------------------
@@ -670,7 +673,12 @@ def expired(state: State) -> list[int]:
     """Indices of leased samples whose deadline has passed (``deadline <= now``),
     in reclaim order: by deadline, ties by sample id."""
     now = state.now
-    hits = [i for i, r in enumerate(state.recs) if r.deadline is not None and is_due(r.deadline, now)]
+    recs = state.recs
+    # Only leased records have a deadline, often a few among many: their
+    # indices are picked out in C (deadline is not None), and only those
+    # are tested in Python.
+    leased = compress(count(), map(is_not, map(_deadline, recs), repeat(None)))
+    hits = [i for i in leased if is_due(recs[i].deadline, now)]
     if len(hits) > 1:
         hits.sort(key=lambda i: (state.recs[i].deadline, state.ids[i]))
     return hits

@@ -437,11 +437,9 @@ def index_of(s: State, sample_id: str) -> int:
         return ids.index(sample_id) if sample_id in ids else -1
     w = s._where
     if w is None:
-        w = {}
-        for i, sid in enumerate(s.ids):
-            if sid not in w:
-                w[sid] = i
-        s._where = w
+        # built in C, last index first so that the first index of an id
+        # seen twice (only in a state TypeOK refuses) is the one kept
+        w = s._where = dict(zip(reversed(s.ids), range(n - 1, -1, -1)))
     i = w.get(sample_id, -1)
     if i < 0 or i >= n:
         return -1
@@ -505,6 +503,17 @@ def appended_id(t: State, s: State, sample_id: str, rec: Rec) -> None:
             w = {k: v for k, v in w.items() if v < n}
             w[sample_id] = n
     t._where = w
+
+
+def with_id_appended(s: State, sample_id: str, rec: Rec) -> State:
+    """``s._replace(ids=s.ids + (sample_id,), recs=s.recs + (rec,))``, the
+    same state, made as an action makes it: sharing ``s``'s chunks and map
+    of ids instead of building them all again."""
+    if s._n < 0 or index_of(s, sample_id) >= 0:  # (an id held twice: the slow, general way)
+        return s._replace(ids=s.ids + (sample_id,), recs=s.recs + (rec,))
+    t = _clone(s)
+    appended_id(t, s, sample_id, rec)
+    return t
 
 
 def pending_appended(t: State, s: State, sample_id: str) -> None:
