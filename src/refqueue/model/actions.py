@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import functools
 import math
-from itertools import compress, count, repeat
-from operator import attrgetter, is_not
 from typing import Any, NamedTuple
 
 from refqueue.model.decisions import effective_residency, is_due, next_paused
@@ -138,7 +136,6 @@ class Health(NamedTuple):
 _outcome = functools.partial(tuple.__new__, Outcome)
 _rec = functools.partial(tuple.__new__, Rec)
 _lease = functools.partial(tuple.__new__, ModelLease)
-_deadline = attrgetter("deadline")
 
 
 # -- reading the state ------------------------------------------------------
@@ -669,18 +666,24 @@ def extend(cfg: Config, state: State, lease: ModelLease, seconds: float) -> Outc
     return _outcome((t, True, None))
 
 
+# The state ``expired`` last answered for, and its answer.  A reclaim asks
+# it twice of one state: the trace checker, for the samples the log names,
+# then ``reclaim_expired``; a scan of every record is its whole cost.
+_expired_memo: tuple[State | None, tuple[int, ...]] = (None, ())
+
+
 def expired(state: State) -> list[int]:
     """Indices of leased samples whose deadline has passed (``deadline <= now``),
     in reclaim order: by deadline, ties by sample id."""
+    global _expired_memo
+    last, answer = _expired_memo
+    if last is state:  # (a state never changes: the same answer)
+        return list(answer)
     now = state.now
-    recs = state.recs
-    # Only leased records have a deadline, often a few among many: their
-    # indices are picked out in C (deadline is not None), and only those
-    # are tested in Python.
-    leased = compress(count(), map(is_not, map(_deadline, recs), repeat(None)))
-    hits = [i for i in leased if is_due(recs[i].deadline, now)]
+    hits = [i for i, r in enumerate(state.recs) if r.deadline is not None and is_due(r.deadline, now)]
     if len(hits) > 1:
         hits.sort(key=lambda i: (state.recs[i].deadline, state.ids[i]))
+    _expired_memo = (state, tuple(hits))
     return hits
 
 

@@ -443,7 +443,8 @@ def index_of(s: State, sample_id: str) -> int:
     i = w.get(sample_id, -1)
     if i < 0 or i >= n:
         return -1
-    if s._ic[i >> _SHIFT][i & _MASK] is sample_id or s._ic[i >> _SHIFT][i & _MASK] == sample_id:
+    held = s._ic[i >> _SHIFT][i & _MASK]
+    if held is sample_id or held == sample_id:
         return i
     return _scan(s.ids, sample_id)  # (never for a state the actions made)
 

@@ -214,14 +214,19 @@ def check_records(records: Iterable[dict[str, Any]], window: int = 5) -> TraceRe
     ordered = order_records(list(records))
     result = TraceResult(events=len(ordered))
     checkers: dict[int, TraceChecker] = {}
-    feed = None
+    checker: TraceChecker | None = None
+    queues: dict[int, QueueReplay] = {}
     last_pid = None
     for index, record in enumerate(ordered):
         pid = record["pid"]
         if pid != last_pid:
-            feed = checkers.setdefault(pid, TraceChecker()).feed  # (looked up once per process run)
+            checker = checkers.setdefault(pid, TraceChecker())
+            queues = checker.queues
             last_pid = pid
-        problem = feed(record)  # type: ignore[misc]
+        # A record of a queue already open goes straight to its replay, as
+        # feed would send it; feed takes every other record.
+        replay = queues.get(record.get("q"))
+        problem = checker.feed(record) if replay is None else replay.step(record)  # type: ignore[union-attr]
         if problem is not None:
             before = _state_before(ordered, index, record)
             lo, hi = max(0, index - window), min(len(ordered), index + window + 1)

@@ -58,6 +58,8 @@ __all__ = ["QueueReplay", "BadTrace", "describe_state"]
 # their time first.  (Every other action is independent of ``now``.)
 _TIMED = frozenset({"acquire", "extend", "reclaim"})
 _FINISHED = frozenset({ACKED, DEAD})
+# The queue records that do not finish a step a store scrub began (see step).
+_NOT_FINISHING = frozenset({"pause", "resume", "unpark", "wait", *LOADER_EVENTS})
 _status = attrgetter("status")
 
 
@@ -139,7 +141,7 @@ class QueueReplay:
             handler = self._queue_steps.get(ev)  # type: ignore[arg-type]
             if handler is None:
                 raise BadTrace(f"record seq={record.get('seq')!r}: unknown queue event {ev!r}")
-            finishing = bool(self.scrubbed) and ev not in ("pause", "resume", "unpark", "wait", *LOADER_EVENTS)
+            finishing = ev not in _NOT_FINISHING if self.scrubbed else False
             if finishing:
                 problem = self._check_scrubs_finished(record)
                 if problem is not None:
@@ -259,7 +261,8 @@ class QueueReplay:
 
     def _put(self, record: dict[str, Any]) -> str | None:
         sample = record["sample"]
-        self._restore(sample)
+        if sample in self.incarnations:  # (a compacted id comes back)
+            self._restore(sample)
         out = A.put(self.cfg, self.state, sample)
         if out.error is not None:
             return f"the queue accepted put({sample!r}); the model rejects it ({out.error.kind}): {out.error.message}"
@@ -276,7 +279,8 @@ class QueueReplay:
     def _try_put(self, record: dict[str, Any]) -> str | None:
         sample, nbytes = record["sample"], record["nbytes"]
         announced, self.announced = self.announced, None
-        self._restore(sample)
+        if sample in self.incarnations:  # (a compacted id comes back)
+            self._restore(sample)
         state = self.state
         if not self.store_logged:
             resident = record["resident_bytes"]
@@ -481,7 +485,8 @@ class QueueReplay:
 
     def _store_put(self, record: dict[str, Any]) -> str | None:
         sample, nbytes = record["sample"], record["nbytes"]
-        self._restore(sample)
+        if sample in self.incarnations:  # (a compacted id comes back)
+            self._restore(sample)
         out = A.store_put(self.cfg, self.state, sample, nbytes)
         if out.error is not None:
             return f"the store accepted put of {sample!r}; the model rejects it ({out.error.kind}): {out.error.message}"
