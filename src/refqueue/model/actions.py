@@ -48,7 +48,6 @@ from refqueue.model.state import (
     Rec,
     State,
     _clone,
-    _settle,
     appended_id,
     epoch_generation,
     id_at,
@@ -234,7 +233,6 @@ def _with_rec(state: State, i: int, rec: Rec, **changes: Any) -> State:
             pending_set(t, value if type(value) is tuple else tuple(value))
         else:
             setattr(t, name, value)
-    _settle(t)
     return t
 
 
@@ -242,7 +240,6 @@ def _pending_appended(state: State, i: int, rec: Rec, sample_id: str) -> State:
     """``state`` with ``recs[i]`` replaced by ``rec`` and ``sample_id`` appended to pending."""
     t = with_rec(state, i, rec)
     pending_appended(t, state, sample_id)
-    _settle(t)
     return t
 
 
@@ -268,19 +265,17 @@ def _finish(cfg: Config, state: State, i: int, status: str, reason: str | None) 
             completed=_completed(cfg, state, sid),
             intents=intents,
         )
-    resident_bytes = state.resident_bytes - rec.nbytes if rec.resident else state.resident_bytes
-    resident_count = state.resident_count - 1 if rec.resident else state.resident_count
     new = _rec((status, rec.incarnation, rec.deliveries, rec.redeliveries, None, False, rec.nbytes))
-    dead = state.dead + ((sid, reason),) if status == DEAD else state.dead
-    return _with_rec(
-        state,
-        i,
-        new,
-        resident_bytes=resident_bytes,
-        resident_count=resident_count,
-        dead=dead,
-        completed=_completed(cfg, state, sid),
-    )
+    # (the fields set one by one on the fresh state: the hot path of every ack)
+    t = with_rec(state, i, new)
+    if rec.resident:
+        t.resident_bytes = state.resident_bytes - rec.nbytes
+        t.resident_count = state.resident_count - 1
+    if status == DEAD:
+        t.dead = state.dead + ((sid, reason),)
+    if cfg.dedup_window:
+        t.completed = _completed(cfg, state, sid)
+    return t
 
 
 def _requeue(cfg: Config, state: State, i: int) -> State:
@@ -329,9 +324,15 @@ def _check_put(cfg: Config, state: State, sample_id: object, call: str) -> Outco
     bad = _check_sample_id(state, sample_id, call)
     if bad is not None:
         return bad
+    return _check_put_at(cfg, state, sample_id, call, index_of(state, sample_id))  # type: ignore[arg-type]
+
+
+def _check_put_at(cfg: Config, state: State, sample_id: str, call: str, i: int) -> Outcome | None:
+    """``_check_put`` past the sample id's own check, given its index ``i``
+    in ``ids`` (-1: unknown), which the put goes on to use."""
     if state.closed:
         return _reject(state, "closed", f"{call}({sample_id!r}) after close(); the queue takes no more refs")
-    rec = rec_of(state, sample_id)  # type: ignore[arg-type]
+    rec = rec_at(state, i) if i >= 0 else None
     if rec is not None and rec.status in LIVE:
         return _reject(
             state,
@@ -399,7 +400,6 @@ def store_put(cfg: Config, state: State, sample_id: str, nbytes: int) -> Outcome
         t = with_rec(state, i, new)
     t.resident_bytes = state.resident_bytes + nbytes
     t.resident_count = state.resident_count + 1
-    _settle(t)
     return Outcome(t, None, None)
 
 
@@ -411,15 +411,17 @@ def put(cfg: Config, state: State, sample_id: str) -> Outcome:
     Effect: a new incarnation of the sample is appended to ``pending`` with
     zero deliveries.
     """
-    bad = _check_put(cfg, state, sample_id, "put")
+    bad = _check_sample_id(state, sample_id, "put")
     if bad is not None:
         return bad
     i = index_of(state, sample_id)
+    bad = _check_put_at(cfg, state, sample_id, "put", i)
+    if bad is not None:
+        return bad
     if i < 0:
         t = _clone(state)
         appended_id(t, state, sample_id, Rec(PENDING, 1, 0, 0, None, False, 0))
         pending_appended(t, state, sample_id)
-        _settle(t)
         return Outcome(t, None, None)
     rec = rec_at(state, i)
     new = _rec((PENDING, rec.incarnation + 1, 0, 0, None, rec.resident, rec.nbytes))
@@ -558,7 +560,6 @@ def acquire(cfg: Config, state: State, choose: str | None = None) -> Outcome:
         pending_popped(t, state)
     else:
         pending_set(t, rest)
-    _settle(t)
     return _outcome((t, lease, None))
 
 
@@ -662,17 +663,27 @@ def extend(cfg: Config, state: State, lease: ModelLease, seconds: float) -> Outc
     r = rec_at(state, i)
     new = _rec((r.status, r.incarnation, r.deliveries, r.redeliveries, state.now + seconds, r.resident, r.nbytes))
     t = with_rec(state, i, new)
-    _settle(t)
     return _outcome((t, True, None))
+
+
+# The state ``expired`` last answered for, and its answer.  A reclaim asks
+# it twice of one state: the trace checker, for the samples the log names,
+# then ``reclaim_expired``; a scan of every record is its whole cost.
+_expired_memo: tuple[State | None, tuple[int, ...]] = (None, ())
 
 
 def expired(state: State) -> list[int]:
     """Indices of leased samples whose deadline has passed (``deadline <= now``),
     in reclaim order: by deadline, ties by sample id."""
+    global _expired_memo
+    last, answer = _expired_memo
+    if last is state:  # (a state never changes: the same answer)
+        return list(answer)
     now = state.now
     hits = [i for i, r in enumerate(state.recs) if r.deadline is not None and is_due(r.deadline, now)]
     if len(hits) > 1:
         hits.sort(key=lambda i: (state.recs[i].deadline, state.ids[i]))
+    _expired_memo = (state, tuple(hits))
     return hits
 
 
@@ -698,7 +709,6 @@ def close(cfg: Config, state: State) -> Outcome:
         return Outcome(state, None, None)
     closed = _clone(state)
     closed.closed = True
-    _settle(closed)
     return Outcome(closed, None, None)
 
 
@@ -712,7 +722,6 @@ def tick(cfg: Config, state: State, seconds: float = 1) -> Outcome:
         return bad
     later = _clone(state)
     later.now = state.now + seconds
-    _settle(later)
     return _outcome((later, None, None))
 
 

@@ -128,8 +128,10 @@ class Rec(NamedTuple):
 # as tuples of chunks of at most ``CHUNK`` items, so an update copies one
 # chunk and the (short) tuple of chunks instead of the whole sequence;
 # ``pending`` also has an offset into its first chunk, so taking its head
-# copies nothing.  A state shows each sequence as a plain tuple: at once
-# while it fits in one chunk, else built on first read and kept.
+# copies nothing.  A state shows each sequence as a plain tuple, built on
+# first read and kept (a property, not ``__getattr__``: a class with
+# ``__getattr__`` has every attribute read, hot or not, go the slow generic
+# way, about three times the cost of a plain slot read).
 CHUNK = 32
 _SHIFT = 5
 _MASK = CHUNK - 1
@@ -168,13 +170,17 @@ def _appended(chunks: tuple[tuple, ...], item: object) -> tuple[tuple, ...]:
 
 
 def _set(chunks: tuple[tuple, ...], p: int, item: object) -> tuple[tuple, ...]:
-    """``chunks`` with the item at position ``p`` replaced: copies one chunk and the tuple of chunks."""
-    c = p >> _SHIFT
-    old = chunks[c]
-    k = p & _MASK
+    """``chunks`` with the item at position ``p`` replaced: copies one chunk and the tuple of chunks.
+
+    Each copy goes through a list (one copy in C, one store, one copy back):
+    about half the cost of gluing three slices together."""
+    chunk = list(chunks[p >> _SHIFT])
+    chunk[p & _MASK] = item
     if len(chunks) == 1:
-        return (old[:k] + (item,) + old[k + 1 :],)
-    return chunks[:c] + (old[:k] + (item,) + old[k + 1 :],) + chunks[c + 1 :]
+        return (tuple(chunk),)
+    out = list(chunks)
+    out[p >> _SHIFT] = tuple(chunk)
+    return tuple(out)
 
 
 class State:
@@ -216,7 +222,7 @@ class State:
     __slots__ = (
         "now", "closed", "paused", "resident_bytes", "resident_count", "dead", "completed", "parked",
         "intents", "epoch",
-        "pending", "ids", "recs",  # the plain tuples; unset until first read when longer than a chunk
+        "_pt", "_it", "_rt",  # the plain tuples of pending, ids and recs; None until first read
         "_pc", "_po", "_pn",  # pending: its chunks, the offset into the first, its length
         "_ic", "_rc", "_n",  # ids and recs: their chunks (no offset), their length
         "_where",  # {sample_id: its index in ids} or None (see index_of)
@@ -256,7 +262,7 @@ class State:
         pending = pending if type(pending) is tuple else tuple(pending)
         ids = ids if type(ids) is tuple else tuple(ids)
         recs = recs if type(recs) is tuple else tuple(recs)
-        self.pending, self.ids, self.recs = pending, ids, recs
+        self._pt, self._it, self._rt = pending, ids, recs
         self._pc, self._po, self._pn = _chunked(pending), 0, len(pending)
         if len(ids) == len(recs):
             self._ic, self._rc, self._n = _chunked(ids), _chunked(recs), len(ids)
@@ -266,17 +272,26 @@ class State:
         self._h = None
         return self
 
-    def __getattr__(self, name: str) -> Any:
-        # Called only for an unset slot: a sequence longer than a chunk, made on first read.
-        if name == "pending":
-            value = self.pending = _flat(self._pc, self._po)
-        elif name == "ids":
-            value = self.ids = _flat(self._ic, 0)
-        elif name == "recs":
-            value = self.recs = _flat(self._rc, 0)
-        else:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return value
+    @property
+    def pending(self) -> tuple[str, ...]:
+        p = self._pt
+        if p is None:
+            p = self._pt = _flat(self._pc, self._po)
+        return p
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        i = self._it
+        if i is None:
+            i = self._it = _flat(self._ic, 0)
+        return i
+
+    @property
+    def recs(self) -> tuple[Rec, ...]:
+        r = self._rt
+        if r is None:
+            r = self._rt = _flat(self._rc, 0)
+        return r
 
     def _tuple(self) -> tuple:
         return (
@@ -362,10 +377,9 @@ class State:
         for name, value in changes.items():
             if name == "pending":
                 value = value if type(value) is tuple else tuple(value)
-                t._pc, t._po, t._pn, t.pending = _chunked(value), 0, len(value), value
+                t._pc, t._po, t._pn, t._pt = _chunked(value), 0, len(value), value
             else:
                 setattr(t, name, value)
-        _settle(t)
         return t
 
     @classmethod
@@ -379,14 +393,11 @@ def _as_tuple(other: object) -> tuple | None:
     return other if isinstance(other, tuple) else None
 
 
-_unset_pending = State.pending.__delete__  # type: ignore[attr-defined]
-_unset_ids = State.ids.__delete__  # type: ignore[attr-defined]
-_unset_recs = State.recs.__delete__  # type: ignore[attr-defined]
-
-
 def _clone(s: State) -> State:
-    """A copy of ``s`` without its plain sequences and hash, for an update to
-    change before anyone sees it; ``_settle`` it afterwards."""
+    """A copy of ``s`` without its hash, for an update to change before anyone
+    sees it.  It keeps the plain sequences ``s`` has built: whatever changes
+    a sequence's chunks drops its plain tuple (``with_rec``, ``appended_id``,
+    the ``pending_*`` helpers), so a tick or an ack keeps ``pending``'s."""
     t = _new(State)
     t.now = s.now
     t.closed = s.closed
@@ -406,25 +417,10 @@ def _clone(s: State) -> State:
     t._n = s._n
     t._where = s._where
     t._h = None
-    if s._n < 0:
-        t.ids, t.recs = s.ids, s.recs
+    t._pt = s._pt
+    t._it = s._it
+    t._rt = s._rt
     return t
-
-
-def _settle(t: State) -> None:
-    """Set the plain sequences of a fresh state that fit in one chunk (the
-    others are made on first read)."""
-    pc = t._pc
-    if len(pc) == 1:
-        t.pending = pc[0][t._po :] if t._po else pc[0]
-    elif not pc:
-        t.pending = ()
-    ic = t._ic
-    if len(ic) == 1:
-        t.ids = ic[0]
-        t.recs = t._rc[0]
-    elif not ic and t._n == 0:
-        t.ids = t.recs = ()
 
 
 def index_of(s: State, sample_id: str) -> int:
@@ -441,15 +437,14 @@ def index_of(s: State, sample_id: str) -> int:
         return ids.index(sample_id) if sample_id in ids else -1
     w = s._where
     if w is None:
-        w = {}
-        for i, sid in enumerate(s.ids):
-            if sid not in w:
-                w[sid] = i
-        s._where = w
+        # built in C, last index first so that the first index of an id
+        # seen twice (only in a state TypeOK refuses) is the one kept
+        w = s._where = dict(zip(reversed(s.ids), range(n - 1, -1, -1)))
     i = w.get(sample_id, -1)
     if i < 0 or i >= n:
         return -1
-    if s._ic[i >> _SHIFT][i & _MASK] is sample_id or s._ic[i >> _SHIFT][i & _MASK] == sample_id:
+    held = s._ic[i >> _SHIFT][i & _MASK]
+    if held is sample_id or held == sample_id:
         return i
     return _scan(s.ids, sample_id)  # (never for a state the actions made)
 
@@ -487,6 +482,7 @@ def with_rec(s: State, i: int, rec: Rec) -> State:
         return State(*[recs[:i] + (rec,) + recs[i + 1 :] if n == "recs" else getattr(s, n) for n in _FIELDS])
     t = _clone(s)
     t._rc = _set(s._rc, i, rec)
+    t._rt = None
     return t
 
 
@@ -494,11 +490,12 @@ def appended_id(t: State, s: State, sample_id: str, rec: Rec) -> None:
     """Make ``t`` (a fresh clone of ``s``) hold ``sample_id`` with ``rec`` appended to ids and recs."""
     n = s._n
     if n < 0:
-        t.ids, t.recs = s.ids + (sample_id,), s.recs + (rec,)
+        t._it, t._rt = s.ids + (sample_id,), s.recs + (rec,)
         return
     t._ic = _appended(s._ic, sample_id)
     t._rc = _appended(s._rc, rec)
     t._n = n + 1
+    t._it = t._rt = None
     w = s._where
     if w is not None:
         if len(w) == n and sample_id not in w:
@@ -507,6 +504,17 @@ def appended_id(t: State, s: State, sample_id: str, rec: Rec) -> None:
             w = {k: v for k, v in w.items() if v < n}
             w[sample_id] = n
     t._where = w
+
+
+def with_id_appended(s: State, sample_id: str, rec: Rec) -> State:
+    """``s._replace(ids=s.ids + (sample_id,), recs=s.recs + (rec,))``, the
+    same state, made as an action makes it: sharing ``s``'s chunks and map
+    of ids instead of building them all again."""
+    if s._n < 0 or index_of(s, sample_id) >= 0:  # (an id held twice: the slow, general way)
+        return s._replace(ids=s.ids + (sample_id,), recs=s.recs + (rec,))
+    t = _clone(s)
+    appended_id(t, s, sample_id, rec)
+    return t
 
 
 def pending_appended(t: State, s: State, sample_id: str) -> None:
@@ -518,10 +526,12 @@ def pending_appended(t: State, s: State, sample_id: str) -> None:
     else:
         t._pc = ((sample_id,),)
     t._pn = s._pn + 1
+    t._pt = None
 
 
 def pending_popped(t: State, s: State) -> None:
     """Make ``t`` (a fresh clone of ``s``) have pending without its head (pending must not be empty)."""
+    t._pt = None
     n = s._pn - 1
     if n == 0:
         t._pc, t._po, t._pn = (), 0, 0
@@ -536,7 +546,7 @@ def pending_popped(t: State, s: State) -> None:
 
 def pending_set(t: State, pending: tuple[str, ...]) -> None:
     """Make ``t`` (a fresh clone) have ``pending`` (rebuilt: for the rare updates that are neither)."""
-    t._pc, t._po, t._pn = _chunked(pending), 0, len(pending)
+    t._pc, t._po, t._pn, t._pt = _chunked(pending), 0, len(pending), pending
 
 
 def _check_int(name: str, value: object, minimum: int, fix: str) -> None:

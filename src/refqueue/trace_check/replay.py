@@ -31,7 +31,8 @@ violation (the clock went back).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from itertools import compress, count
+from operator import attrgetter
 from typing import Any
 
 from refqueue.events import LOADER_EVENTS
@@ -48,6 +49,7 @@ from refqueue.model.state import (
     State,
     initial_state,
     make_config,
+    with_id_appended,
 )
 
 __all__ = ["QueueReplay", "BadTrace", "describe_state"]
@@ -56,6 +58,9 @@ __all__ = ["QueueReplay", "BadTrace", "describe_state"]
 # their time first.  (Every other action is independent of ``now``.)
 _TIMED = frozenset({"acquire", "extend", "reclaim"})
 _FINISHED = frozenset({ACKED, DEAD})
+# The queue records that do not finish a step a store scrub began (see step).
+_NOT_FINISHING = frozenset({"pause", "resume", "unpark", "wait", *LOADER_EVENTS})
+_status = attrgetter("status")
 
 
 class BadTrace(ValueError):
@@ -136,7 +141,7 @@ class QueueReplay:
             handler = self._queue_steps.get(ev)  # type: ignore[arg-type]
             if handler is None:
                 raise BadTrace(f"record seq={record.get('seq')!r}: unknown queue event {ev!r}")
-            finishing = bool(self.scrubbed) and ev not in ("pause", "resume", "unpark", "wait", *LOADER_EVENTS)
+            finishing = ev not in _NOT_FINISHING if self.scrubbed else False
             if finishing:
                 problem = self._check_scrubs_finished(record)
                 if problem is not None:
@@ -176,24 +181,29 @@ class QueueReplay:
         """Put back the terminal record of a compacted id before it is used again."""
         inc = self.incarnations.pop(sample_id, None)
         if inc is not None:
-            s = self.state
-            rec = Rec(ACKED, inc, 0, 0, None, False, 0)
-            self.state = s._replace(ids=s.ids + (sample_id,), recs=s.recs + (rec,))
+            self.state = with_id_appended(self.state, sample_id, Rec(ACKED, inc, 0, 0, None, False, 0))
 
     def _compact(self) -> None:
         """Drop every finished record (acked or dead, data gone, out of the
         dedup window) from ids/recs at once, keeping its incarnation."""
         s = self.state
         completed = set(s.completed) if self.cfg.dedup_window else ()
-        ids, recs = [], []
-        for sid, rec in zip(s.ids, s.recs):
-            if rec.status in _FINISHED and not rec.resident and sid not in completed:
-                self.incarnations[sid] = rec.incarnation
-            else:
-                ids.append(sid)
-                recs.append(rec)
+        ids, recs = s.ids, s.recs
+        # the finished records picked out in C (most records are live), then tested
+        finished = compress(count(), map(_FINISHED.__contains__, map(_status, recs)))
+        gone = [i for i in finished if not recs[i].resident and ids[i] not in completed]
+        kept_ids: list[str] = []
+        kept_recs: list[Rec] = []
+        start = 0
+        for i in gone:
+            self.incarnations[ids[i]] = recs[i].incarnation
+            kept_ids += ids[start:i]
+            kept_recs += recs[start:i]
+            start = i + 1
+        kept_ids += ids[start:]
+        kept_recs += recs[start:]
         self.state = State(
-            s.now, s.closed, s.paused, s.pending, tuple(ids), tuple(recs),
+            s.now, s.closed, s.paused, s.pending, tuple(kept_ids), tuple(kept_recs),
             s.resident_bytes, s.resident_count, s.dead[-1:], s.completed, s.parked,
         )
         self.finished = 0
@@ -251,7 +261,8 @@ class QueueReplay:
 
     def _put(self, record: dict[str, Any]) -> str | None:
         sample = record["sample"]
-        self._restore(sample)
+        if sample in self.incarnations:  # (a compacted id comes back)
+            self._restore(sample)
         out = A.put(self.cfg, self.state, sample)
         if out.error is not None:
             return f"the queue accepted put({sample!r}); the model rejects it ({out.error.kind}): {out.error.message}"
@@ -268,7 +279,8 @@ class QueueReplay:
     def _try_put(self, record: dict[str, Any]) -> str | None:
         sample, nbytes = record["sample"], record["nbytes"]
         announced, self.announced = self.announced, None
-        self._restore(sample)
+        if sample in self.incarnations:  # (a compacted id comes back)
+            self._restore(sample)
         state = self.state
         if not self.store_logged:
             resident = record["resident_bytes"]
@@ -342,12 +354,13 @@ class QueueReplay:
         return None
 
     def _ack(self, record: dict[str, Any]) -> str | None:
-        return self._finish("ack", record, lambda lease: A.ack(self.cfg, self.state, lease))
+        return self._finish("ack", record, None)
 
-    def _finish(self, call: str, record: dict[str, Any], model_step: Callable[[ModelLease], A.Outcome]) -> str | None:
+    def _finish(self, call: str, record: dict[str, Any], reason: str | None) -> str | None:
         """An ack or dead_letter the queue logged, against the model: the
         lease it names, the scrub of its data, and the answer (``live``); on a
-        live one the model takes ``model_step(lease)``."""
+        live one the model takes ``ack`` (``reason`` None) or ``dead_letter``
+        with ``reason``."""
         lease = self._lease(record)
         if isinstance(lease, str):
             return lease
@@ -356,7 +369,10 @@ class QueueReplay:
         if problem is not None:
             return problem
         completed = self.state.completed
-        out = model_step(lease)
+        if reason is None:
+            out = A.ack(self.cfg, self.state, lease)
+        else:
+            out = A.dead_letter(self.cfg, self.state, lease, reason)
         if out.error is not None:
             return f"{call} of {lease.sample_id!r}: the model rejects it: {out.error.message}"
         if out.value != live:
@@ -396,7 +412,7 @@ class QueueReplay:
 
     def _dead_letter(self, record: dict[str, Any]) -> str | None:
         reason = record.get("reason") or "unstated"
-        problem = self._finish("dead_letter", record, lambda lease: A.dead_letter(self.cfg, self.state, lease, reason))
+        problem = self._finish("dead_letter", record, reason)
         if problem is None and record["live"]:
             self.dead += 1
         return problem
@@ -469,7 +485,8 @@ class QueueReplay:
 
     def _store_put(self, record: dict[str, Any]) -> str | None:
         sample, nbytes = record["sample"], record["nbytes"]
-        self._restore(sample)
+        if sample in self.incarnations:  # (a compacted id comes back)
+            self._restore(sample)
         out = A.store_put(self.cfg, self.state, sample, nbytes)
         if out.error is not None:
             return f"the store accepted put of {sample!r}; the model rejects it ({out.error.kind}): {out.error.message}"
