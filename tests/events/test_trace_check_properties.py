@@ -103,3 +103,16 @@ def test_changing_one_outcome_is_refused_at_that_record(ops, max_deliveries, dat
     violation = check_records(mutated).violation
     assert violation is not None, changed
     assert violation.record is mutated[index], (violation.message, changed)
+
+
+def test_a_stale_extend_said_live_is_refused_at_that_record_though_it_names_no_seconds():
+    # Found by the property above (a randomised run): a stale extend's record
+    # names no seconds; said live, it must be refused for its outcome at that
+    # record, not rejected as a malformed log.
+    records = run(["put", "acquire", "tick", "tick", "reclaim", "extend", "put"], None)
+    index, changed = next((i, c) for i, c in mutations(records) if c["ev"] == "extend")
+    assert not records[index]["live"] and "seconds" not in changed
+    mutated = copy.deepcopy(records)
+    mutated[index] = changed
+    violation = check_records(mutated).violation
+    assert violation is not None and violation.record is mutated[index], changed

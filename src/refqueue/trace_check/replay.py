@@ -427,6 +427,14 @@ class QueueReplay:
             if out.value:
                 return self._live_mismatch("extend", lease, live, True)
             return None
+        if "seconds" not in record:
+            # A record that says live without its seconds: if the model says the
+            # lease is stale, that is what is wrong with it (the outcome, at this
+            # record); only a live one needs the seconds, and their absence is a
+            # malformed record.
+            probe = A.extend(self.cfg, self.state, lease, 1.0)
+            if probe.value is not True:
+                return self._live_mismatch("extend", lease, live, probe.value)
         seconds = record["seconds"]
         out = A.extend(self.cfg, self.state, lease, seconds)
         if out.error is not None:
