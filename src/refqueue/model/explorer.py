@@ -144,23 +144,19 @@ def explore(
     changes nothing they compare).
     """
     with collector_paused():  # (about 15 % of the agreement world's time otherwise)
-        return _search(
-            world, max_states=max_states, max_seconds=max_seconds, stop_on_violation=stop_on_violation,
-            goals=goals, progress=progress, progress_every=progress_every,
-        )
+        return _search(world, max_states, max_seconds, stop_on_violation, goals, progress, progress_every)
 
 
 def _search(
     world: World,
-    *,
-    max_states: int | None = None,
-    max_seconds: float | None = None,
-    stop_on_violation: bool = True,
-    goals: Mapping[str, Callable[[World, Node], bool]] | None = None,
-    progress: Callable[[int, int, int, float], None] | None = None,
-    progress_every: float = 2.0,
+    max_states: int | None,
+    max_seconds: float | None,
+    stop_on_violation: bool,
+    goals: Mapping[str, Callable[[World, Node], bool]] | None,
+    progress: Callable[[int, int, int, float], None] | None,
+    progress_every: float,
 ) -> ExploreResult:
-    """``explore``'s search, with the collector as the caller left it."""
+    """``explore``'s search (its arguments, as ``explore`` documents and defaults them)."""
     cfg = world.cfg
     # State invariants by what they read of the consumers (their ``reads_consumers``):
     # nothing, each consumer alone (a conjunction: judged on no consumer once
