@@ -134,3 +134,20 @@ def test_a_dedup_window_kept_per_client_is_caught_by_the_calls_phase_in_seconds(
     for target in ("refqueue.backends.redis:make", "refqueue.backends.redis:make_server_time"):
         report = check_calls(target, checks=("dedup-across-clients",))
         assert report.ok and list(report.checks) == ["dedup-across-clients"], report.failure
+
+
+def test_a_reclaimer_that_gives_up_after_three_errors_is_caught_by_every_restart_check(monkeypatch):
+    # The restart keeps the server down RESTART_DOWN_FOR (0.5 s): the kit's reclaimer
+    # retries every 10 ms, so a reclaimer that stops at its third error in a row meets it
+    # however fast the server comes back. (When the outage was only as long as SHUTDOWN
+    # SAVE and a start, the check's replay sometimes saw two errors and passed.)
+    from refqueue.conformance import fault_crashes
+    from refqueue.conformance.faults import check_faults
+
+    monkeypatch.setattr(fault_crashes, "RECOVER_WITHIN", 2.0)
+    for attempt in range(3):
+        report = check_faults("conformance.mutants.redis_reclaimer_gives_up:make", checks=("reclaimer-survives-restart",))
+        assert report.failed_check == "reclaimer-survives-restart", (attempt, report.failure)
+        assert "fault: the queue's server restarts, durably, down for 0.5 s" in report.failure
+    correct = check_faults(TARGET, checks=("reclaimer-survives-restart",))
+    assert correct.failed_check is None, correct.failure

@@ -9,8 +9,10 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
+import redis
 
 from process_helpers import dead as _dead
 from process_helpers import gone as _gone
@@ -74,6 +76,24 @@ def test_stop_kill_and_restart_let_their_guards_go(tmp_path):
     fourth, directory = server._guard.process, server.directory
     server.stop()
     assert fourth.poll() == 0 and not os.path.exists(directory)
+
+
+def test_a_restart_stays_down_for_what_it_is_asked_and_keeps_what_it_held():
+    server = RedisServer().start()
+    try:
+        client = redis.Redis(host="127.0.0.1", port=server.port)
+        client.set("k", "v")
+        for bad in (-1, float("nan"), "1", True, 1e9):
+            with pytest.raises(ValueError, match="down_for must be a number of seconds"):
+                server.restart(durable=True, down_for=bad)
+        client.set("k2", "still up")  # a refused restart left the server as it was
+        began = time.monotonic()
+        server.restart(durable=True, down_for=0.5)
+        assert time.monotonic() - began >= 0.5  # the outage itself is a sleep between stop and start
+        assert client.get("k") == b"v" and client.get("k2") == b"still up"
+        client.close()
+    finally:
+        server.stop()
 
 
 @pytest.mark.parametrize("persistent", [False, True])

@@ -55,8 +55,9 @@ class RedisFaults:
             f"{queue!r} died between the commit of a completion and the scrub of its data (fault injected)"
         )
 
-    def restart(self, queue: Any, *, durable: bool) -> str | None:
-        """Restart the server of ``queue``, if this process started it."""
+    def restart(self, queue: Any, *, durable: bool, down_for: float = 0.0) -> str | None:
+        """Restart the server of ``queue``, if this process started it, down
+        for ``down_for`` seconds between its stop and its start."""
         from refqueue.backends import redis as backend
 
         server = backend._server
@@ -66,7 +67,7 @@ class RedisFaults:
                 f"the server at {queue.url} was not started by this process: the kit restarts only the throwaway "
                 f"server of refqueue.backends.redis:make (certify without -o url=)"
             )
-        server.restart(durable=durable)
+        server.restart(durable=durable, down_for=down_for)
         return None
 
     def checkpoint(self, queue: Any) -> str | None:

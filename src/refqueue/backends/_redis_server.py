@@ -96,12 +96,16 @@ class RedisServer:
             command += ["--appendonly", "no"]
         return command
 
-    def restart(self, *, durable: bool) -> None:
+    def restart(self, *, durable: bool, down_for: float = 0.0) -> None:
         """Restart the server on its port: ``durable`` keeps everything it holds
         (the append-only file, or ``SHUTDOWN SAVE`` to a snapshot it loads at
-        start); otherwise it is killed and comes back empty (its files removed)."""
+        start); otherwise it is killed and comes back empty (its files removed).
+        The port stays closed at least ``down_for`` seconds (the length of the
+        outage, as a real restart's loading or rescheduling takes time)."""
         if self.process is None:
             raise RedisServerError("RedisServer.restart: the server is not running; start() it first")
+        if isinstance(down_for, bool) or not isinstance(down_for, (int, float)) or not 0 <= down_for <= 3600:
+            raise ValueError(f"RedisServer.restart: down_for must be a number of seconds in [0, 3600], got {down_for!r}")
         if durable and not self.persistent:
             import redis as redis_py
             from redis.backoff import NoBackoff
@@ -129,6 +133,8 @@ class RedisServer:
                         shutil.rmtree(path)
                     elif os.path.exists(path):
                         os.remove(path)
+        if down_for > 0:
+            time.sleep(down_for)  # the outage itself: the port is closed all this time
         self.start()
 
     def start(self, timeout: float = 20.0) -> RedisServer:

@@ -185,9 +185,12 @@ class FaultHooks(Protocol):
     ``crash_after_commit(queue)``
         the next completion of that client (ack, dead_letter, a fail or reclaim
         that dead-letters) commits, then the client dies: ``ClientCrashed``
-    ``restart(queue, durable=...)``
+    ``restart(queue, durable=..., down_for=...)``
         the server restarts keeping every acknowledged write (durable) or
-        empty; ``None`` when done, or why it cannot (the check is not run)
+        empty, unreachable for at least ``down_for`` seconds in between (the
+        kit passes it only to a hook whose signature names it: a hook without
+        it restarts as fast as it can); ``None`` when done, or why it cannot
+        (the check is not run)
     ``open_client(queue, store)``
         another client of the same queue in this process
     ``refuse_writes(queue, refuse)`` (optional, looked up by name)
@@ -208,7 +211,7 @@ class FaultHooks(Protocol):
 
     def crash_after_commit(self, queue: Any) -> None: ...
 
-    def restart(self, queue: Any, *, durable: bool) -> str | None: ...
+    def restart(self, queue: Any, *, durable: bool, down_for: float = 0.0) -> str | None: ...
 
     def open_client(self, queue: Any, store: Any) -> Any: ...
 

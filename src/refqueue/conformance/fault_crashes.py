@@ -13,6 +13,11 @@ under faults, and server restarts.
 ``reclaimer-survives-lost-reply``
     a client's background reclaimer whose reclaim loses its reply keeps
     running: it takes back the next expired lease within ``RECOVER_WITHIN`` s.
+``reclaimer-survives-restart``
+    a client's background reclaimer runs while the server restarts durably
+    and stays down ``RESTART_DOWN_FOR`` s (the hook's ``down_for``; a
+    reclaimer retrying every interval meets dozens of errors in a row): it
+    takes back the next expired lease within ``RECOVER_WITHIN`` s after.
 ``restart-durable``
     ``restart(durable=True)`` changes nothing a client sees: counts, dead
     letters, ``lease_state``; a lease from before acks through another
@@ -33,6 +38,7 @@ passes; nothing sleeps in place of an event.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from typing import Any
@@ -44,13 +50,17 @@ from refqueue.conformance.samples import UNIT_BYTES
 from refqueue.model import actions as A
 
 __all__ = [
-    "RECLAIMER_INTERVAL", "RECOVER_WITHIN", "crash_mid_ack", "reclaimer_collects_intents",
+    "RECLAIMER_INTERVAL", "RECOVER_WITHIN", "RESTART_DOWN_FOR", "crash_mid_ack", "reclaimer_collects_intents",
     "REFUSED_FOR", "reclaimer_survives_lost_reply", "reclaimer_survives_refusals", "reclaimer_survives_restart", "restart_durable", "restart_lossy",
     "restart_rewound",
 ]  # fmt: skip
 
 RECLAIMER_INTERVAL = 0.01  # seconds; start_reclaimer's interval in these checks
 RECOVER_WITHIN = 10.0  # seconds a background reclaimer may take to act, through its backoff after an error
+# Seconds the server stays down in reclaimer-survives-restart: a real restart takes
+# seconds (a snapshot loaded, a pod moved); this is 50 of the reclaimer's intervals, so
+# a reclaimer that gives up after a few errors in a row meets them on any machine.
+RESTART_DOWN_FOR = 0.5
 
 
 def crash_mid_ack(backend: Backend, seed: int) -> int:
@@ -161,7 +171,7 @@ def reclaimer_survives_restart(backend: Backend, seed: int) -> int:
     try:
         _lease_out(run)
         _reclaimer(run, "B", "start_reclaimer")
-        _restart(run, durable=True)  # B's reclaimer meets the server down, call after call
+        _restart(run, durable=True, down_for=RESTART_DOWN_FOR)  # B's reclaimer meets the server down, call after call
         run.tick(run.vt + 1.0, "past the lease's deadline, after the restart")
         _reclaimed_by_b(run, "after the server's restart", "outlived the restart")
         return run.steps
@@ -218,15 +228,37 @@ def _reclaimed_by_b(run: FaultRun, when: str, survived: str) -> None:
     run.observe("A", "the ack of the redelivered sample")
 
 
-def _restart(run: FaultRun, durable: bool) -> None:
+def _restart(run: FaultRun, durable: bool, down_for: float = 0.0) -> None:
+    """The hooks' restart; ``down_for`` > 0 asks the server to stay down that
+    long, passed to a hook that takes it (one written before the keyword
+    restarts as fast as it does, and the history says so)."""
     how = "durably" if durable else "losing its state"
+    restart = run.hooks.restart
+    takes_down_for = down_for > 0 and _takes_keyword(restart, "down_for")
     try:
-        why = run.hooks.restart(run.client("A"), durable=durable)
+        if takes_down_for:
+            why = restart(run.client("A"), durable=durable, down_for=down_for)
+        else:
+            why = restart(run.client("A"), durable=durable)
     except Exception as exc:  # noqa: BLE001
         raise run.fail(f"restart(durable={durable}) raised {type(exc).__name__}: {exc}") from exc
     if why is not None:
         raise NotRun(f"the backend's hooks cannot restart its server {how}: {why}")
-    run.note(f"fault: the queue's server restarts, {how}")
+    if takes_down_for:
+        run.note(f"fault: the queue's server restarts, {how}, down for {down_for:g} s")
+    elif down_for > 0:
+        run.note(f"fault: the queue's server restarts, {how} (the hook takes no down_for: down as long as its restart)")
+    else:
+        run.note(f"fault: the queue's server restarts, {how}")
+
+
+def _takes_keyword(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) or p.kind is p.VAR_KEYWORD
+               for p in params)
 
 
 def _identity(run: FaultRun, name: str) -> tuple[Any, Any]:

@@ -169,8 +169,8 @@ NAMED_CHECKS: tuple[Check, ...] = (
           f"{crashes.RECOVER_WITHIN:g} s)", crashes.reclaimer_survives_lost_reply, ("reclaimer", *_CLOCK)),
     Check("restart-durable", "a durable restart changes nothing a client sees; leases from before still ack",
           crashes.restart_durable),
-    Check("reclaimer-survives-restart", "a background reclaimer running while its server restarts (durably) reclaims "
-          f"afterwards (within {crashes.RECOVER_WITHIN:g} s)", crashes.reclaimer_survives_restart, ("reclaimer", *_CLOCK)),
+    Check("reclaimer-survives-restart", "a background reclaimer running while its server restarts (durably, down "
+          f"{crashes.RESTART_DOWN_FOR:g} s) reclaims afterwards (within {crashes.RECOVER_WITHIN:g} s)", crashes.reclaimer_survives_restart, ("reclaimer", *_CLOCK)),
     Check("reclaimer-survives-refusals", "a background reclaimer whose server refuses writes for a while (full, "
           f"read-only) reclaims once it takes them again (within {crashes.RECOVER_WITHIN:g} s)",
           crashes.reclaimer_survives_refusals, ("reclaimer", *_CLOCK)),
