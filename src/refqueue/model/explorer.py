@@ -426,23 +426,28 @@ def _search(
     seen: dict[int, int] = {root_key: 0}
     keys: list[int] = [root_key]
     index: list[tuple[int, str | None, object, object]] = [(-1, None, None, None)]
-    depth_of: list[int] = [0]
     transitions = 0
     max_depth = 0
     check_node(0)
-    frontier: deque[int] = deque([0])
+    # Breadth-first: the frontier is keys[k:] (a node is appended once, when
+    # first met), and the nodes of one depth lie together, so a depth is
+    # known from where its level ends.
+    n = 1  # len(keys)
+    k = -1
+    depth, level_end = -1, 0
     verdict, reason = "ok", ""
-    while frontier:
+    while k + 1 < n:
         if violations and stop_on_violation:
             break
         if goals and len(reached) == len(goals) and not stop_on_violation:
             break
-        k = frontier.popleft()
+        k += 1
+        if k == level_end:
+            depth, level_end = depth + 1, n
         key = keys[k]
         g = key >> top
         s = cores[g][0]
-        d = depth_of[k] + 1
-        known = len(keys)
+        known = n
         # The core's moves, then each consumer's, in ``successors``' order.
         entries = core_tab[g]
         if entries is None:
@@ -458,12 +463,11 @@ def _search(
                     check_step(k, key, child, s, ns, left, action, arg, value)
             if child in seen:
                 continue
-            j = seen[child] = len(keys)
+            seen[child] = n
+            n += 1
             keys.append(child)
             index.append((k, action, arg, value))
-            depth_of.append(d)
-            check_node(j)
-            frontier.append(j)
+            check_node(n - 1)
         for c in range(nc):
             sh = shift[c]
             m = (key >> sh) & FIELD
@@ -482,23 +486,22 @@ def _search(
                         check_step(k, key, child, s, ns, left, action, arg, value)
                 if child in seen:
                     continue
-                j = seen[child] = len(keys)
+                seen[child] = n
+                n += 1
                 keys.append(child)
                 index.append((k, action, c if seconds is None else (c, seconds), value))
-                depth_of.append(d)
-                check_node(j)
-                frontier.append(j)
-        if d > max_depth and len(keys) > known:  # a child met for the first time lies one deeper
-            max_depth = d
+                check_node(n - 1)
+        if n > known and depth + 1 > max_depth:  # a child met for the first time lies one deeper
+            max_depth = depth + 1
         now = time.perf_counter()
         if progress is not None and now >= next_report:
             progress(len(keys), transitions, max_depth, now - start)
             next_report = now + progress_every
-        if max_states is not None and len(keys) >= max_states and frontier:
-            verdict, reason = "unknown", f"stopped at max_states={max_states} with {len(frontier)} nodes unexplored"
+        if max_states is not None and n >= max_states and k + 1 < n:
+            verdict, reason = "unknown", f"stopped at max_states={max_states} with {n - k - 1} nodes unexplored"
             break
-        if max_seconds is not None and now - start >= max_seconds and frontier:
-            verdict, reason = "unknown", f"stopped at max_seconds={max_seconds} with {len(frontier)} nodes unexplored"
+        if max_seconds is not None and now - start >= max_seconds and k + 1 < n:
+            verdict, reason = "unknown", f"stopped at max_seconds={max_seconds} with {n - k - 1} nodes unexplored"
             break
     if violations:
         verdict = "violation"
