@@ -10,7 +10,9 @@ from refqueue.conformance.samples import STORE_META, default_store, sample_tenso
 pytestmark = pytest.mark.torch
 
 
-ONE_CLIENT = {"dedup-across-clients": "one client: the factory has no open_client (or the run passed clients=1)"}
+ONE_CLIENT = dict.fromkeys(
+    ("dedup-across-clients", "leases-across-clients"), "one client: the factory has no open_client (or the run passed clients=1)"
+)
 
 
 @pytest.mark.parametrize(
@@ -74,6 +76,7 @@ def test_a_check_the_capabilities_rule_out_is_listed_as_not_run():
         "drain-concurrent": "dead_letter=False declared",
         "dead-letters-kept": "dead_letter=False declared",
         "dedup-across-clients": "dedup_window=False declared",
+        "leases-across-clients": "one client: the factory has no open_client (or the run passed clients=1)",
     }
 
 

@@ -136,6 +136,26 @@ def test_a_dedup_window_kept_per_client_is_caught_by_the_calls_phase_in_seconds(
         assert report.ok and list(report.checks) == ["dedup-across-clients"], report.failure
 
 
+@pytest.mark.parametrize(
+    "mutant, says",
+    [
+        ("redis_client_clock", "B's machine runs +0.5 s off, and its clock is not the queue's"),
+        ("redis_lease_ids_per_client", "the queue mints lease identities, never two clients the same one"),
+    ],
+)
+def test_a_client_that_reads_its_own_clock_or_mints_its_own_lease_ids_is_caught_at_its_first_acquire(mutant, says):
+    """Both passed every short check and were found by the deadline soak only after about 5,000 calls (about
+    20 s against a server, minutes on a slow backend): leases-across-clients finds them within 70 calls, and
+    passes the backend itself in both clock configurations."""
+    from refqueue.conformance.calls import check_calls
+
+    report = check_calls(f"conformance.mutants.{mutant}:make", checks=("leases-across-clients",))
+    assert report.failed_check == "leases-across-clients" and says in report.failure, report.failure
+    for target in (TARGET, "refqueue.backends.redis:make_server_time"):
+        report = check_calls(target, checks=("leases-across-clients",))
+        assert report.ok and list(report.checks) == ["leases-across-clients"], report.failure
+
+
 def test_a_reclaimer_that_gives_up_after_three_errors_is_caught_by_every_restart_check(monkeypatch):
     # The restart keeps the server down RESTART_DOWN_FOR (0.5 s): the kit's reclaimer
     # retries every 10 ms, so a reclaimer that stops at its third error in a row meets it

@@ -26,6 +26,14 @@ the backend, bounded in time, and compares what it sees with docs/API.md
 ``two-queues-one-store``
     two queues the factory made on the *same* store have different epochs,
     and each refuses the other's lease as foreign.
+``leases-across-clients``
+    with a second client of the queue (``open_client``, on a clock running
+    ahead): four leases acquired through the two clients in turn have four
+    (epoch, lease_id) identities and, on the kit's clock, the deadline of the
+    queue's clock + timeout; each acks through the other client.  A client
+    that mints its own lease ids or reads its own machine's clock shows at
+    the second client's first acquire (the deadline soak found both only
+    after thousands of calls).
 ``lease-ids-from-1``
     the first lease of a fresh queue has ``lease_id`` 1 (an ``int``), the
     second a larger one: docs/API.md, ids count up from 1.
@@ -113,7 +121,7 @@ from refqueue.conformance.calls_inputs import (
 )  # fmt: skip
 from refqueue.conformance.calls_leases import (
     altered_epoch, json_round_trip, lease_fields, lease_id_below_1, lease_id_not_int, lease_ids_from_1,
-    lease_json_hostile, two_queues_one_store,
+    lease_json_hostile, leases_across_clients, two_queues_one_store,
 )  # fmt: skip
 from refqueue.conformance.calls_many import KEPT, PUT_ROUNDS, PUTTERS, dead_letters_kept, put_duplicate_concurrent
 from refqueue.conformance.calls_state import (
@@ -358,6 +366,10 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "dead-letters-copied", "dead_letters() returns a copy: appending to and clearing the list it returned changes "
         "nothing", _dead_letters_copied, ("dead_letter",),
+    ),
+    Check(
+        "leases-across-clients", "leases acquired through two clients (one on a clock ahead) have identities of "
+        "their own and the deadlines of the queue's clock; each acks through the other client", leases_across_clients,
     ),
     Check("lease-ids-from-1", "a fresh queue's first lease has lease_id 1, the next a larger int", lease_ids_from_1),
     Check(

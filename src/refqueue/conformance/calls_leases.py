@@ -1,7 +1,7 @@
 """The ``calls`` phase's checks of a lease's identity: its epoch, its id, its
 JSON.  ``refqueue.conformance.calls`` lists them (``NAMED_CHECKS``) with its
 own and says what each checks (``lease-epoch-empty``, ``lease-epoch-altered``,
-``two-queues-one-store``, ``lease-ids-from-1``, ``lease-id-below-1``,
+``two-queues-one-store``, ``leases-across-clients``, ``lease-ids-from-1``, ``lease-id-below-1``,
 ``lease-id-not-int``, ``lease-fields``, ``json-round-trip``,
 ``lease-json-hostile``); each runs on a fresh queue (``probe.Probe``).
 
@@ -20,12 +20,13 @@ from typing import Any
 
 from refqueue.clock import ManualClock
 from refqueue.conformance.contract import Backend, rejection_kind
-from refqueue.conformance.probe import Failed, Probe
+from refqueue.conformance.probe import Failed, NotRun, Probe
+from refqueue.conformance.session import SkewedClock, client_skew
 from refqueue.refs import MAX_NESTING, SampleRef
 
 __all__ = [
     "ODD_CLOCK", "ODD_TIMEOUT", "altered_epoch", "json_round_trip", "lease_fields", "lease_id_below_1",
-    "lease_id_not_int", "lease_ids_from_1", "lease_json_hostile", "two_queues_one_store",
+    "lease_id_not_int", "lease_ids_from_1", "leases_across_clients", "lease_json_hostile", "two_queues_one_store",
 ]  # fmt: skip
 
 _LEASE_FIELDS = ("ref", "deadline", "visibility_timeout", "redelivery_count", "lease_id", "epoch")
@@ -229,6 +230,52 @@ def lease_ids_from_1(backend: Backend) -> int:
             )
         if type(ids[1]) is not int or ids[1] <= ids[0]:
             raise Failed(f"the second lease of a fresh queue has lease_id {ids[1]!r} after {ids[0]!r}; ids count up from 1")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def leases_across_clients(backend: Backend) -> int:
+    """Leases acquired through two clients of one queue, the second on a
+    machine whose clock runs ahead: every lease has an identity of its own
+    (the queue mints them, not each client) and, on the kit's clock, the
+    deadline the queue's clock gives; each acks through the other client."""
+    if backend.open_client is None:
+        raise NotRun("one client: the factory has no open_client (or the run passed clients=1)")
+    qq = _odd_probe(backend)
+    try:
+        skew = client_skew(1)
+        other = qq.call("open_client(queue)", lambda: backend.open_client(qq.q, qq.store, SkewedClock(qq.clock, skew)))  # type: ignore[misc]
+        clients = {"A": qq.q, "B": other}
+        order = (("B", "s0"), ("A", "s1"), ("B", "s2"), ("A", "s3"))
+        for _, sample_id in order:
+            ref = qq.ref(sample_id)
+            qq.call(f"A.put({sample_id!r})", lambda: qq.q.put(ref))
+        taken: list[tuple[str, Any]] = []
+        seen: dict[tuple[Any, Any], str] = {}
+        for who, sample_id in order:
+            lease = qq.acquire(f"{who}.acquire()", clients[who])
+            if lease is None or lease.ref.sample_id != sample_id:
+                raise Failed(f"{who}.acquire() with {sample_id!r} at the head of the queue returned {lease!r}")
+            ident = (_field(lease, "epoch"), _field(lease, "lease_id"))
+            if ident in seen:
+                raise Failed(
+                    f"{who}.acquire() returned a lease with (epoch, lease_id) {ident!r}, the identity of the lease "
+                    f"{seen[ident]} acquired before it; the queue mints lease identities, never two clients the same one"
+                )
+            seen[ident] = f"{who} acquired on {lease.ref.sample_id!r}"
+            deadline = _field(lease, "deadline")
+            if qq.caps.injected_clock and deadline != ODD_CLOCK + ODD_TIMEOUT:
+                raise Failed(
+                    f"{who}.acquire() at the queue's clock {ODD_CLOCK} (visibility_timeout={ODD_TIMEOUT}) returned a "
+                    f"lease with deadline {deadline!r}, not {ODD_CLOCK + ODD_TIMEOUT!r}"
+                    + (f": {who}'s machine runs {skew:+g} s off, and its clock is not the queue's" if who == "B" else "")
+                )
+            taken.append((who, lease))
+        for who, lease in taken:
+            by = "A" if who == "B" else "B"
+            if qq.call(f"{by}.ack({who}'s lease on {lease.ref.sample_id!r})", lambda: clients[by].ack(lease)) is not True:
+                raise Failed(f"{by}.ack of the live lease {who} acquired on {lease.ref.sample_id!r} did not return True")
         return qq.calls
     finally:
         qq.close()
