@@ -120,3 +120,20 @@ def test_drain_concurrent_is_not_run_on_a_backend_without_drain_dead_letters(mon
     assert report.ok and report.not_run == {
         "drain-concurrent": "the backend has no drain_dead_letters() (docs/API.md lists it)"
     }
+
+
+def test_leases_across_clients_takes_any_pending_sample_from_a_backend_that_is_not_fifo():
+    """A backend that declares fifo=False may hand the two clients the pending samples in any order; the
+    check judges identities and deadlines, not which sample came first."""
+    from conformance.legal import random_order, shared_client
+    from refqueue.conformance.contract import backend_of
+
+    def make(store, clock, **config):
+        return random_order.make(store, clock, **config)
+
+    make.capabilities = random_order.make.capabilities
+    make.open_client = shared_client.open_client
+    backend = backend_of(make, "random_order_two_clients:make")
+    for _ in range(10):  # the order is drawn afresh each time (an unseeded generator)
+        report = check_calls(backend, checks=("leases-across-clients",))
+        assert report.ok and list(report.checks) == ["leases-across-clients"], report.failure
