@@ -134,7 +134,7 @@ from refqueue.conformance.phase import (
 from refqueue.conformance.probe import WITHIN, Failed, NotRun, Probe, ScrubSwitch, bounded
 from refqueue.conformance.render import replay_module
 from refqueue.conformance.samples import default_store
-from refqueue.conformance.session import SkewedClock, client_skew
+from refqueue.conformance.session import open_clients
 
 __all__ = ["CHECKS", "NAMED_CHECKS", "PHASE", "SOAK", "WITHIN", "CallsReport", "ScrubSwitch", "check_calls"]
 
@@ -219,8 +219,8 @@ def _dedup_across_clients(backend: Backend) -> int:
         raise NotRun("one client: the factory has no open_client (or the run passed clients=1)")
     qq = Probe(backend, dedup_window=4)
     try:
-        skewed = SkewedClock(qq.clock, client_skew(1))  # the other client's machine runs ahead
-        other = qq.call("open_client(queue)", lambda: backend.open_client(qq.q, qq.store, skewed))  # type: ignore[misc]
+        # open_clients' second client: its machine runs ahead
+        other = qq.call("open_client(queue)", lambda: open_clients(backend, qq.q, qq.store, qq.clock, 2)[1])
         clients = {"A": qq.q, "B": other}
         for done_by, put_by, sample_id in (("B", "A", "s0"), ("A", "B", "s1")):
             ref = qq.ref(sample_id)

@@ -21,7 +21,7 @@ from typing import Any
 from refqueue.clock import ManualClock
 from refqueue.conformance.contract import Backend, rejection_kind
 from refqueue.conformance.probe import Failed, NotRun, Probe
-from refqueue.conformance.session import SkewedClock, client_skew
+from refqueue.conformance.session import client_skew, open_clients
 from refqueue.refs import MAX_NESTING, SampleRef
 
 __all__ = [
@@ -244,8 +244,8 @@ def leases_across_clients(backend: Backend) -> int:
         raise NotRun("one client: the factory has no open_client (or the run passed clients=1)")
     qq = _odd_probe(backend)
     try:
-        skew = client_skew(1)
-        other = qq.call("open_client(queue)", lambda: backend.open_client(qq.q, qq.store, SkewedClock(qq.clock, skew)))  # type: ignore[misc]
+        skew = client_skew(1)  # open_clients' second client: its machine runs ahead
+        other = qq.call("open_client(queue)", lambda: open_clients(backend, qq.q, qq.store, qq.clock, 2)[1])
         clients = {"A": qq.q, "B": other}
         order = (("B", "s0"), ("A", "s1"), ("B", "s2"), ("A", "s3"))
         for _, sample_id in order:
