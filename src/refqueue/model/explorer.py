@@ -432,22 +432,21 @@ def _search(
     # Breadth-first: the frontier is keys[k:] (a node is appended once, when
     # first met), and the nodes of one depth lie together, so a depth is
     # known from where its level ends.
-    n = 1  # len(keys)
     k = -1
     depth, level_end = -1, 0
     verdict, reason = "ok", ""
-    while k + 1 < n:
+    while k + 1 < len(keys):
         if violations and stop_on_violation:
             break
         if goals and len(reached) == len(goals) and not stop_on_violation:
             break
         k += 1
         if k == level_end:
-            depth, level_end = depth + 1, n
+            depth, level_end = depth + 1, len(keys)
         key = keys[k]
         g = key >> top
         s = cores[g][0]
-        known = n
+        known = len(keys)
         # The core's moves, then each consumer's, in ``successors``' order.
         entries = core_tab[g]
         if entries is None:
@@ -463,11 +462,10 @@ def _search(
                     check_step(k, key, child, s, ns, left, action, arg, value)
             if child in seen:
                 continue
-            seen[child] = n
-            n += 1
+            seen[child] = len(keys)
             keys.append(child)
             index.append((k, action, arg, value))
-            check_node(n - 1)
+            check_node(len(keys) - 1)
         for c in range(nc):
             sh = shift[c]
             m = (key >> sh) & FIELD
@@ -486,22 +484,21 @@ def _search(
                         check_step(k, key, child, s, ns, left, action, arg, value)
                 if child in seen:
                     continue
-                seen[child] = n
-                n += 1
+                seen[child] = len(keys)
                 keys.append(child)
                 index.append((k, action, c if seconds is None else (c, seconds), value))
-                check_node(n - 1)
-        if n > known and depth + 1 > max_depth:  # a child met for the first time lies one deeper
+                check_node(len(keys) - 1)
+        if len(keys) > known and depth + 1 > max_depth:  # a child met for the first time lies one deeper
             max_depth = depth + 1
         now = time.perf_counter()
         if progress is not None and now >= next_report:
             progress(len(keys), transitions, max_depth, now - start)
             next_report = now + progress_every
-        if max_states is not None and n >= max_states and k + 1 < n:
-            verdict, reason = "unknown", f"stopped at max_states={max_states} with {n - k - 1} nodes unexplored"
+        if max_states is not None and len(keys) >= max_states and k + 1 < len(keys):
+            verdict, reason = "unknown", f"stopped at max_states={max_states} with {len(keys) - k - 1} nodes unexplored"
             break
-        if max_seconds is not None and now - start >= max_seconds and k + 1 < n:
-            verdict, reason = "unknown", f"stopped at max_seconds={max_seconds} with {n - k - 1} nodes unexplored"
+        if max_seconds is not None and now - start >= max_seconds and k + 1 < len(keys):
+            verdict, reason = "unknown", f"stopped at max_seconds={max_seconds} with {len(keys) - k - 1} nodes unexplored"
             break
     if violations:
         verdict = "violation"
