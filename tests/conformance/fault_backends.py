@@ -459,6 +459,17 @@ class _DurableLoses(Hooks):
         return None
 
 
+class _DownForHooks(Hooks):
+    """Hooks whose restart takes the optional ``down_for`` (the fake has no
+    port to keep closed: it records what it was asked for)."""
+
+    asked: list[float] = []
+
+    def restart(self, queue: Proxy, *, durable: bool, down_for: float = 0.0) -> str | None:
+        self.asked.append(down_for)
+        return super().restart(queue, durable=durable)
+
+
 make_forgets_puts = factory(server=_ForgetsPuts)
 make_never_collects = factory(server=_NeverCollects)
 make_dying_reclaimer = factory(hooks=_DyingReclaimerHooks)
@@ -467,3 +478,4 @@ make_same_epoch_after_loss = factory(server=_SameEpochAfterLoss)
 make_lease_state_live = factory(server=_LeaseStateLive)
 make_cached_reads = factory(hooks=_CachedReadsHooks)
 make_durable_loses = factory(hooks=_DurableLoses)
+make_restart_down_for = factory(hooks=_DownForHooks)  # correct: only its restart hook differs

@@ -57,6 +57,46 @@ def test_a_reclaimer_that_dies_at_its_first_lost_reply_is_caught(monkeypatch):
     assert "fault: the reply to A's next state-changing call will be lost (A's reclaimer makes it)" in report.failure
 
 
+@pytest.mark.parametrize(
+    ("fake", "says"),
+    [
+        ("make", "fault: the queue's server restarts, durably (the hook takes no down_for: down as long as its restart)"),
+        ("make_restart_down_for", "fault: the queue's server restarts, durably, down for 0.5 s"),
+    ],
+)  # fmt: skip
+def test_the_restart_history_says_how_long_the_server_was_down(monkeypatch, fake, says):
+    # A restart hook written before down_for is called without it, one that
+    # takes it is asked for RESTART_DOWN_FOR; the history says which.  The
+    # check is stopped right after the restart, so that its history shows.
+    import fault_backends
+
+    asked = fault_backends._DownForHooks.asked
+    asked.clear()
+    assert fault_crashes.RESTART_DOWN_FOR == 0.5
+
+    def stop_here(run, when, survived):
+        raise run.fail("stopped by the test after the restart")
+
+    monkeypatch.setattr(fault_crashes, "_reclaimed_by_b", stop_here)
+    report = check_faults(f"fault_backends:{fake}", checks=("reclaimer-survives-restart",))
+    assert report.failed_check == "reclaimer-survives-restart"
+    assert "stopped by the test after the restart" in report.failure
+    assert says in report.failure, report.failure
+    assert asked == ([0.5] if fake == "make_restart_down_for" else [])
+
+
+def test_a_restart_hook_that_takes_down_for_passes_the_restart_checks():
+    import fault_backends
+
+    fault_backends._DownForHooks.asked.clear()
+    report = check_faults("fault_backends:make_restart_down_for",
+                          checks=("restart-durable", "restart-lossy", "reclaimer-survives-restart"))
+    assert report.ok, report.failure
+    # in CHECKS order: only the reclaimer's check asks for an outage; the
+    # others call the hook without the keyword (its default, 0: as fast as it goes)
+    assert fault_backends._DownForHooks.asked == [0.0, 0.5, 0.0]
+
+
 def test_a_client_that_answers_reads_from_a_cache_is_not_linearizable_across_processes():
     # Whether a stale cached read lands where no order explains it depends on how
     # the three processes' calls interleave: measured on an idle machine, one history
