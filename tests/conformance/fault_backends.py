@@ -470,6 +470,13 @@ class _DownForHooks(Hooks):
         return super().restart(queue, durable=durable)
 
 
+class _ChildCannotOpenHooks(Hooks):
+    """A client cannot be opened from the spec (what a child process does)."""
+
+    def open_from_spec(self, spec: dict[str, Any], store: Any, clock: Any) -> Proxy:
+        raise ConnectionRefusedError("this fake refuses every client opened from a spec")
+
+
 make_forgets_puts = factory(server=_ForgetsPuts)
 make_never_collects = factory(server=_NeverCollects)
 make_dying_reclaimer = factory(hooks=_DyingReclaimerHooks)
@@ -479,3 +486,4 @@ make_lease_state_live = factory(server=_LeaseStateLive)
 make_cached_reads = factory(hooks=_CachedReadsHooks)
 make_durable_loses = factory(hooks=_DurableLoses)
 make_restart_down_for = factory(hooks=_DownForHooks)  # correct: only its restart hook differs
+make_child_cannot_open = factory(hooks=_ChildCannotOpenHooks)

@@ -100,7 +100,8 @@ def test_a_restart_hook_that_takes_down_for_passes_the_restart_checks():
 def test_a_client_that_answers_reads_from_a_cache_is_not_linearizable_across_processes():
     # Whether a stale cached read lands where no order explains it depends on how
     # the three processes' calls interleave: measured on an idle machine, one history
-    # of 200 calls caught it in 8 of seeds 0-19 (1.9 s each), hence five histories a
+    # of 200 calls caught it in 8 of seeds 0-19 (1.9 s each, spawning its children),
+    # and in 6 of 20 with two children serving all twenty (7.1 s), hence five histories a
     # check (PROCESS_HISTORIES). The loop stops at the first seed whose check catches it.
     for seed in range(10):
         report = check_faults("fault_backends:make_cached_reads", seed=seed, checks=("processes-linearizable",))

@@ -106,7 +106,7 @@ def _processes(backend: Backend, seed: int, histories: int = PROCESS_HISTORIES) 
     from refqueue.conformance import linearizability
     from refqueue.conformance.history import History, RecordingHung
     from refqueue.conformance.linearizability import OK, UNDECIDED_TRIES, UNKNOWN, until_decided
-    from refqueue.conformance.processes import record_processes
+    from refqueue.conformance.processes import Children, record_processes
 
     if backend.make_store is not None:
         raise NotRun("the backend brings its own store (make_store); the processes share a SharedDirFeatureStore")
@@ -117,28 +117,30 @@ def _processes(backend: Backend, seed: int, histories: int = PROCESS_HISTORIES) 
         calls += len(history)  # every recording's calls count, the undecided ones' too
         return linearizability.check(history, max_steps=1_000_000, timeout=None)
 
-    for k in range(histories):
-        history_seed = seed * 1000 + k
-        record = functools.partial(
-            record_processes, backend, seed=history_seed, children=PROCESS_CHILDREN, operations=PROCESS_OPERATIONS
-        )
-        try:
-            history, verdict, tried_again = until_decided(record, judge)
-        except RecordingHung as exc:
-            raise Failed(f"history {k + 1} of {histories} (seed {history_seed}): {exc}") from exc
-        except RuntimeError as exc:
-            raise Failed(f"a child process could not take part: {exc}") from exc
-        again += tried_again
-        if verdict.result != OK:
-            what = (
-                f"could not be decided in {UNDECIDED_TRIES} recordings (an undecided history is not a pass)"
-                if verdict.result == UNKNOWN else "is not linearizable"
-            )  # fmt: skip
-            raise HistoryRejected(
-                f"history {k + 1} of {histories}, of {history.threads} threads in {PROCESS_CHILDREN + 1} processes "
-                f"(seed {history_seed}, {len(history)} calls), {what}:\n{verdict.describe()}",
-                history.to_json(),
+    with Children() as pool:  # the children of one history serve the next
+        for k in range(histories):
+            history_seed = seed * 1000 + k
+            record = functools.partial(
+                record_processes, backend, seed=history_seed, children=PROCESS_CHILDREN, operations=PROCESS_OPERATIONS,
+                pool=pool,
             )
+            try:
+                history, verdict, tried_again = until_decided(record, judge)
+            except RecordingHung as exc:
+                raise Failed(f"history {k + 1} of {histories} (seed {history_seed}): {exc}") from exc
+            except RuntimeError as exc:
+                raise Failed(f"a child process could not take part: {exc}") from exc
+            again += tried_again
+            if verdict.result != OK:
+                what = (
+                    f"could not be decided in {UNDECIDED_TRIES} recordings (an undecided history is not a pass)"
+                    if verdict.result == UNKNOWN else "is not linearizable"
+                )  # fmt: skip
+                raise HistoryRejected(
+                    f"history {k + 1} of {histories}, of {history.threads} threads in {PROCESS_CHILDREN + 1} processes "
+                    f"(seed {history_seed}, {len(history)} calls), {what}:\n{verdict.describe()}",
+                    history.to_json(),
+                )
     return calls, {"histories": histories, **({"undecided_recorded_again": again} if again else {})}
 
 

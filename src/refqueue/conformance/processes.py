@@ -21,6 +21,13 @@ real time.  A stamp never equals an earlier one of its process (a respond
 is at least its invoke + 1 ns); a bumped stamp only widens an interval, so it
 can never make the checker demand an order that did not happen.
 
+A child serves one history after another when the caller passes a
+``Children`` pool (the faults phase does, for the histories of its check):
+each history it opens a fresh client and store from that history's header,
+and a child that failed, hung or was not read to the end of its history is
+killed, never reused.  A spawned child costs about 1.8 s of CPU (its store
+imports torch), so five histories of two children spend 3.6 s instead of 18.
+
 Time does not pass: each process reads its own ``ManualClock``, all at
 100.0 and never moved, so every deadline is the same in every process and
 ``reclaim_expired`` takes nothing back; the histories are plain (no
@@ -59,7 +66,7 @@ from refqueue.conformance.history import (
 from refqueue.conformance.samples import STORE_META, sample_tensors
 from refqueue.conformance.session import CLOCK_START
 
-__all__ = ["CHILD_MARK", "plan_processes", "record_processes"]
+__all__ = ["CHILD_MARK", "Children", "plan_processes", "record_processes"]
 
 CHILD_MARK = "refqueue-child: "  # the prefix of every line of the child protocol on its stdout
 _CLOSE_AT = 0.8  # the controller closes the queue this far through its calls
@@ -115,12 +122,15 @@ def record_processes(
     children: int = 2,
     operations: int = 200,
     hang_after: float = 60.0,
+    pool: Children | None = None,
 ) -> History:
     """Record one history of the parent's controller and worker and ``children``
     spawned workers (see the module docstring).  Raises ``RecordingHung`` when
     a thread or a child has not finished ``hang_after`` seconds after the
     start (the children are killed), ``RuntimeError`` when a child fails to
-    start or to open its client."""
+    start or to open its client.  With ``pool``, the children come from it
+    and those that finished their part go back to it; without, they are
+    spawned for this history and ended after it."""
     from refqueue.clock import ManualClock
     from refqueue.stores.shared_dir import SharedDirFeatureStore
 
@@ -145,7 +155,7 @@ def record_processes(
             }
             spec = hooks.client_spec(queue)
             for t in range(2, threads):
-                procs.append(_Child(t, {
+                procs.append((pool or _ONCE).take(t, {
                     "target": backend.target, "spec": spec, "store": {"root": root, "uri": store.uri},
                     "clock_start": CLOCK_START, "thread": t, "program": programs[t], "fresh": fresh[t],
                     "refs": {sid: ref.to_json() for sid, ref in refs.items()}, "seed": seed,
@@ -176,7 +186,10 @@ def record_processes(
             epoch = queue.epoch
         finally:
             for child in procs:
-                child.kill()
+                if pool is not None and child.finished:
+                    pool.keep(child)  # its part read to the end: it waits for the next history's header
+                else:
+                    child.kill()
             for fn in (getattr(queue, "close", None), store.close):
                 try:
                     if fn is not None:
@@ -195,11 +208,62 @@ def record_processes(
     return History.from_json(json.dumps(data))
 
 
+class Children:
+    """Spawned children kept between histories (see the module docstring):
+    ``take`` hands one the header of its next history, spawning it when
+    none waits; ``keep`` takes back one that reported its events; ``close``
+    (or leaving the ``with`` block) ends the children that wait."""
+
+    def __init__(self) -> None:
+        self._idle: list[_Child] = []
+        self.spawned = 0  # children started, over the pool's life
+
+    def take(self, thread: int, header: dict[str, Any]) -> _Child:
+        while self._idle:
+            child = self._idle.pop()
+            if child.proc.poll() is None:
+                child.start(thread, header)
+                return child
+            child.kill()  # (it died while it waited)
+        self.spawned += 1
+        child = _Child()
+        child.start(thread, header)
+        return child
+
+    def keep(self, child: _Child) -> None:
+        self._idle.append(child)
+
+    def close(self) -> None:
+        idle, self._idle = self._idle, []
+        for child in idle:
+            child.end()
+
+    def __enter__(self) -> Children:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Once:
+    """No pool: each child is spawned for one history."""
+
+    def take(self, thread: int, header: dict[str, Any]) -> _Child:
+        child = _Child()
+        child.start(thread, header)
+        return child
+
+
+_ONCE = _Once()
+_END_WITHIN = 10.0  # seconds a waiting child may take to exit once its stdin closes
+
+
 class _Child:
     """One spawned child: its process, and the protocol lines it wrote (read by a thread)."""
 
-    def __init__(self, thread: int, header: dict[str, Any]) -> None:
-        self.thread = thread
+    def __init__(self) -> None:
+        self.thread = -1  # the thread of the history it runs now
+        self.finished = False  # its events of that history were read
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # it imports what the kit's process imports
         self.proc = subprocess.Popen(
@@ -208,8 +272,13 @@ class _Child:
         )  # fmt: skip
         self.lines: queue_module.Queue[dict[str, Any] | None] = queue_module.Queue()
         self.err: list[str] = []
-        threading.Thread(target=self._read, name=f"refqueue-child-{thread}-out", daemon=True).start()
-        threading.Thread(target=self._drain_err, name=f"refqueue-child-{thread}-err", daemon=True).start()
+        threading.Thread(target=self._read, name=f"refqueue-child-{self.proc.pid}-out", daemon=True).start()
+        threading.Thread(target=self._drain_err, name=f"refqueue-child-{self.proc.pid}-err", daemon=True).start()
+
+    def start(self, thread: int, header: dict[str, Any]) -> None:
+        """Send the header of the child's next history."""
+        self.thread = thread
+        self.finished = False
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(header) + "\n")
         self.proc.stdin.flush()
@@ -256,12 +325,23 @@ class _Child:
                 f"thread {self.thread} (a child process) had not finished its calls {hang_after} s after the start; "
                 f"the backend deadlocked or lost a wakeup"
             ) from None
+        self.finished = True
         return list(message["events"])
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+
+    def end(self) -> None:
+        """A waiting child exits when its stdin closes (killed if it does not)."""
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(_END_WITHIN)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
 
 
 def _say(message: Mapping[str, Any]) -> None:
@@ -270,13 +350,24 @@ def _say(message: Mapping[str, Any]) -> None:
 
 
 def _child() -> int:
-    """The child: read the header, open the client, wait for ``go``, run the worker, report its events."""
+    """The child: one history after another, each from its header line, until stdin ends."""
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            return 0
+        code = _one_history(line)
+        if code:
+            return code
+
+
+def _one_history(header_line: str) -> int:
+    """Read the header, open the client, wait for ``go``, run the worker, report its events."""
     from refqueue.clock import ManualClock
     from refqueue.refs import SampleRef
     from refqueue.stores.shared_dir import SharedDirFeatureStore
 
     try:
-        header = json.loads(sys.stdin.readline())
+        header = json.loads(header_line)
         backend = load_backend(header["target"])
         store = SharedDirFeatureStore(header["store"]["root"], uri=header["store"]["uri"], fsync=False)
         clock = ManualClock(header["clock_start"])
@@ -298,7 +389,10 @@ def _child() -> int:
     except Exception as exc:  # noqa: BLE001 - reported to the parent
         _say({"error": f"{type(exc).__name__}: {exc} (in {rec.current.get(t, 'a call')})"})
         return 1
-    _say({"events": rec.events[t]})  # the client is not closed: close() would close the queue for everyone
+    _say({"events": rec.events[t]})
+    # The client is not closed (close() would close the queue for everyone): it
+    # is dropped with this history; the store is this process's to close.
+    store.close()
     return 0
 
 
