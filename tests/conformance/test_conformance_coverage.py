@@ -19,13 +19,22 @@ def test_the_default_world_is_unchanged_by_the_kit_options():
 
 
 def test_every_situation_is_held_by_some_kit_world():
-    held = set()
-    for name in KIT_WORLDS:
+    # each situation is looked for until some transition holds it (the worlds'
+    # 1.6 million transitions judged by every situation took 14 s)
+    missing = list(SITUATIONS)
+    for name in sorted(KIT_WORLDS, key=lambda n: len(kit_world(n, Capabilities())[0].edges)):
         wg, _ = kit_world(name, Capabilities())
         nodes = wg.graph.nodes
         for src, action, arg, dst, value in wg.edges:
-            held.update(situations_of(wg.world, nodes[src], action, arg, nodes[dst], value))
-    assert held == {s.name for s in SITUATIONS}
+            src_node, dst_node = nodes[src], nodes[dst]
+            held = [s for s in missing if s.holds(wg.world, src_node, action, arg, dst_node, value)]
+            if held:
+                # what the kit's coverage reads of a transition names them too
+                assert {s.name for s in held} <= set(situations_of(wg.world, src_node, action, arg, dst_node, value))
+                missing = [s for s in missing if s not in held]
+                if not missing:
+                    return
+    assert not missing, f"no transition of a kit world holds {[s.name for s in missing]}"
 
 
 @pytest.mark.parametrize("name", ["reput", "timing"])
