@@ -2,8 +2,9 @@
 the phase that catches it (``CAUGHT_BY``; run as ``--fail-fast`` runs it, its
 short pass first), its printed counterexample fails on it (in a fresh
 interpreter too: ``ALONE``) and passes on the correct base backend; the base
-backend itself is certified.  Marked slow: the mutants whose rejection
-repeats another's (``REPEATS``), the fresh-interpreter runs of the mutants
+backend itself is certified.  Marked slow: the base's blocking and lockstep
+phases under ci, the mutants whose rejection repeats another's
+(``REPEATS``), the fresh-interpreter runs of the mutants
 not in ``ALONE``, and each mutant through a whole ci certification, which
 must stop in that same phase (the phases before it pass it whole: about 40
 minutes for all of them on two cores)."""
@@ -38,7 +39,13 @@ def test_there_are_at_least_twelve_mutants():
     assert len(MUTANTS) >= 12, MUTANTS
 
 
-@pytest.mark.parametrize("phase", PHASES)
+# The base's blocking and lockstep phases under the ci profile (36 s of the
+# default run) are slow: every phase of the base is certified by
+# tests/conformance/test_conformance_cli.py (a small profile, each phase run
+# whole), and each mutant's counterexample passes on the base (below).
+@pytest.mark.parametrize(
+    "phase", [pytest.param(p, marks=pytest.mark.slow) if p in ("blocking", "lockstep") else p for p in PHASES]
+)
 def test_the_base_backend_conforms(phase):
     cert = certify(BASE, profile="ci", phases=(phase,))
     assert cert.passed, cert.counterexample
