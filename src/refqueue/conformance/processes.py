@@ -155,7 +155,7 @@ def record_processes(
             }
             spec = hooks.client_spec(queue)
             for t in range(2, threads):
-                procs.append((pool or _ONCE).take(t, {
+                procs.append((pool.take if pool is not None else _spawn)(t, {
                     "target": backend.target, "spec": spec, "store": {"root": root, "uri": store.uri},
                     "clock_start": CLOCK_START, "thread": t, "program": programs[t], "fresh": fresh[t],
                     "refs": {sid: ref.to_json() for sid, ref in refs.items()}, "seed": seed,
@@ -229,9 +229,7 @@ class Children:
                     pass
             child.kill()  # (it died while it waited)
         self.spawned += 1
-        child = _Child()
-        child.start(thread, header)
-        return child
+        return _spawn(thread, header)
 
     def keep(self, child: _Child) -> None:
         self._idle.append(child)
@@ -248,16 +246,13 @@ class Children:
         self.close()
 
 
-class _Once:
-    """No pool: each child is spawned for one history."""
-
-    def take(self, thread: int, header: dict[str, Any]) -> _Child:
-        child = _Child()
-        child.start(thread, header)
-        return child
+def _spawn(thread: int, header: dict[str, Any]) -> _Child:
+    """A new child, given the header of its first history."""
+    child = _Child()
+    child.start(thread, header)
+    return child
 
 
-_ONCE = _Once()
 _END_WITHIN = 10.0  # seconds a waiting child may take to exit once its stdin closes
 
 
