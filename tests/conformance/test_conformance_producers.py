@@ -8,7 +8,7 @@ import pytest
 from conformance.mutants._base import BaseQueue, factory
 from refqueue.conformance import backend_of
 from refqueue.conformance.certify import certify
-from refqueue.conformance.producers import CHECKS, check_producers
+from refqueue.conformance.producers import CHECKS, REPLAY_RUNS, check_producers
 
 pytestmark = pytest.mark.torch
 
@@ -135,8 +135,12 @@ def test_the_phase_is_in_the_certificate_and_its_replay_fails_only_on_the_mutant
     assert not cert.passed and cert.failure["phase"] == "producers" and cert.failure["check"] == "deadlock"
     namespace = {"__name__": "replay"}
     exec(compile(cert.counterexample, "<replay>", "exec"), namespace)  # noqa: S102 - the kit's own printed test
-    with pytest.raises(AssertionError, match="check deadlock"):
+    with pytest.raises(AssertionError, match="run 1 of 5: .*check deadlock"):
         namespace["test_counterexample"]()
     namespace = {"__name__": "replay_on_base"}
     exec(compile(cert.counterexample.replace(repr(OLD), repr(BASE)), "<replay>", "exec"), namespace)  # noqa: S102
+    runs = []
+    check = namespace["check_producers"]
+    namespace["check_producers"] = lambda *a, **k: runs.append(1) or check(*a, **k)
     namespace["test_counterexample"]()
+    assert len(runs) == REPLAY_RUNS == 5  # a race need not show in one run: the replay runs the check five times
