@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import functools
 import math
+from itertools import compress, count, repeat
+from operator import attrgetter, is_not
 from typing import Any, NamedTuple
 
 from refqueue.model.decisions import effective_residency, is_due, next_paused
@@ -55,10 +57,11 @@ from refqueue.model.state import (
     lease_epoch,
     pending_appended,
     pending_head,
-    pending_popped,
     pending_set,
     rec_at,
     with_rec,
+    with_rec_popped,
+    with_rec_queued,
 )
 
 __all__ = [
@@ -136,6 +139,7 @@ class Health(NamedTuple):
 _outcome = functools.partial(tuple.__new__, Outcome)
 _rec = functools.partial(tuple.__new__, Rec)
 _lease = functools.partial(tuple.__new__, ModelLease)
+_deadline = attrgetter("deadline")
 
 
 # -- reading the state ------------------------------------------------------
@@ -154,23 +158,32 @@ def rec_of(state: State, sample_id: str) -> Rec | None:
 def is_live(state: State, lease: ModelLease) -> bool:
     """Whether ``lease`` is the sample's live lease (same incarnation and
     delivery, of the queue's current epoch)."""
+    return _live_at(state, lease) >= 0
+
+
+def _live_at(state: State, lease: ModelLease) -> int:
+    """The index in ``ids`` of ``lease``'s sample when ``lease`` is live
+    (``is_live``), else -1: the calls that take a lease look it up once."""
     sid = lease.sample_id
     if state._n <= CHUNK:  # (the ids fit one chunk: a scan in C, no call)
         ids = state.ids
         if sid not in ids:
-            return False
-        rec = state.recs[ids.index(sid)]
+            return -1
+        i = ids.index(sid)
+        rec = state.recs[i]
     else:
         i = index_of(state, sid)
         if i < 0:
-            return False
+            return -1
         rec = rec_at(state, i)
-    return (
+    if (
         rec.status == LEASED
         and rec.incarnation == lease.incarnation
         and rec.redeliveries == lease.redelivery_count
         and epoch_generation(lease.epoch) == state.epoch
-    )
+    ):
+        return i
+    return -1
 
 
 def lease_deadline(state: State, lease: ModelLease) -> float | None:
@@ -236,13 +249,6 @@ def _with_rec(state: State, i: int, rec: Rec, **changes: Any) -> State:
     return t
 
 
-def _pending_appended(state: State, i: int, rec: Rec, sample_id: str) -> State:
-    """``state`` with ``recs[i]`` replaced by ``rec`` and ``sample_id`` appended to pending."""
-    t = with_rec(state, i, rec)
-    pending_appended(t, state, sample_id)
-    return t
-
-
 def _completed(cfg: Config, state: State, sample_id: str) -> tuple[str, ...]:
     if cfg.dedup_window == 0:
         return state.completed
@@ -254,8 +260,8 @@ def _finish(cfg: Config, state: State, i: int, status: str, reason: str | None) 
     a deployment (``cfg.two_step_ack``), record a scrub intent for it in the
     same step and leave the data resident until ``scrub_intent`` (D9)."""
     rec = rec_at(state, i)
-    sid = id_at(state, i)
     if cfg.two_step_ack:
+        sid = id_at(state, i)
         intents = state.intents if sid in state.intents else tuple(sorted(state.intents + (sid,)))
         return _with_rec(
             state,
@@ -272,9 +278,9 @@ def _finish(cfg: Config, state: State, i: int, status: str, reason: str | None) 
         t.resident_bytes = state.resident_bytes - rec.nbytes
         t.resident_count = state.resident_count - 1
     if status == DEAD:
-        t.dead = state.dead + ((sid, reason),)
+        t.dead = state.dead + ((id_at(state, i), reason),)
     if cfg.dedup_window:
-        t.completed = _completed(cfg, state, sid)
+        t.completed = _completed(cfg, state, id_at(state, i))
     return t
 
 
@@ -286,7 +292,7 @@ def _requeue(cfg: Config, state: State, i: int) -> State:
         state = _with_rec(state, i, rec._replace(redeliveries=rec.redeliveries + 1))
         return _finish(cfg, state, i, DEAD, MAX_DELIVERIES_REASON)
     new = _rec((PENDING, rec.incarnation, rec.deliveries, rec.redeliveries + 1, None, rec.resident, rec.nbytes))
-    return _pending_appended(state, i, new, id_at(state, i))
+    return with_rec_queued(state, i, new)
 
 
 def _check_lease(cfg: Config, state: State, lease: object, call: str) -> Outcome | None:
@@ -411,21 +417,23 @@ def put(cfg: Config, state: State, sample_id: str) -> Outcome:
     Effect: a new incarnation of the sample is appended to ``pending`` with
     zero deliveries.
     """
-    bad = _check_sample_id(state, sample_id, "put")
-    if bad is not None:
-        return bad
+    if type(sample_id) is not str or not sample_id:  # (the usual id passes without a call)
+        bad = _check_sample_id(state, sample_id, "put")
+        if bad is not None:
+            return bad
     i = index_of(state, sample_id)
-    bad = _check_put_at(cfg, state, sample_id, "put", i)
-    if bad is not None:
-        return bad
-    if i < 0:
+    rec = rec_at(state, i) if i >= 0 else None
+    if state.closed or rec is not None and rec.status in LIVE or cfg.dedup_window:
+        bad = _check_put_at(cfg, state, sample_id, "put", i)
+        if bad is not None:
+            return bad
+    if rec is None:
         t = _clone(state)
         appended_id(t, state, sample_id, Rec(PENDING, 1, 0, 0, None, False, 0))
         pending_appended(t, state, sample_id)
         return Outcome(t, None, None)
-    rec = rec_at(state, i)
     new = _rec((PENDING, rec.incarnation + 1, 0, 0, None, rec.resident, rec.nbytes))
-    return _outcome((_pending_appended(state, i, new, sample_id), None, None))
+    return _outcome((with_rec_queued(state, i, new), None, None))
 
 
 def _parked_without(state: State, sample_id: str) -> tuple[tuple[str, int], ...]:
@@ -554,11 +562,12 @@ def acquire(cfg: Config, state: State, choose: str | None = None) -> Outcome:
         LEASED, rec.incarnation, rec.deliveries + 1, rec.redeliveries,
         state.now + cfg.visibility_timeout, rec.resident, rec.nbytes,
     ))
-    lease = _lease((lease_epoch(cfg, state.epoch), sample_id, rec.incarnation, rec.redeliveries))
-    t = with_rec(state, i, new)
+    epoch = state.epoch
+    lease = _lease((lease_epoch(cfg, epoch) if epoch else cfg.epoch, sample_id, rec.incarnation, rec.redeliveries))
     if rest is None:
-        pending_popped(t, state)
+        t = with_rec_popped(state, i, new)
     else:
+        t = with_rec(state, i, new)
         pending_set(t, rest)
     return _outcome((t, lease, None))
 
@@ -604,12 +613,14 @@ def ack(cfg: Config, state: State, lease: ModelLease) -> Outcome:
     window; value True.  Stale lease (reclaimed, acked, superseded): nothing
     changes; value False (D1).
     """
-    bad = _check_lease(cfg, state, lease, "ack")
-    if bad is not None:
-        return bad
-    if not is_live(state, lease):
+    if type(lease) is not ModelLease or lease.epoch != cfg.epoch:  # (the usual lease passes without a call)
+        bad = _check_lease(cfg, state, lease, "ack")
+        if bad is not None:
+            return bad
+    i = _live_at(state, lease)
+    if i < 0:
         return Outcome(state, False, None)
-    return _outcome((_finish(cfg, state, index_of(state, lease.sample_id), ACKED, None), True, None))
+    return _outcome((_finish(cfg, state, i, ACKED, None), True, None))
 
 
 def fail(cfg: Config, state: State, lease: ModelLease) -> Outcome:
@@ -621,12 +632,14 @@ def fail(cfg: Config, state: State, lease: ModelLease) -> Outcome:
     its data is not scrubbed unless dead-lettered; value True.  Stale lease:
     nothing changes; value False (D1).
     """
-    bad = _check_lease(cfg, state, lease, "fail")
-    if bad is not None:
-        return bad
-    if not is_live(state, lease):
+    if type(lease) is not ModelLease or lease.epoch != cfg.epoch:
+        bad = _check_lease(cfg, state, lease, "fail")
+        if bad is not None:
+            return bad
+    i = _live_at(state, lease)
+    if i < 0:
         return Outcome(state, False, None)
-    return _outcome((_requeue(cfg, state, index_of(state, lease.sample_id)), True, None))
+    return _outcome((_requeue(cfg, state, i), True, None))
 
 
 def dead_letter(cfg: Config, state: State, lease: ModelLease, reason: str) -> Outcome:
@@ -641,9 +654,9 @@ def dead_letter(cfg: Config, state: State, lease: ModelLease, reason: str) -> Ou
         return bad
     if not isinstance(reason, str) or not reason:
         return _reject(state, "invalid", f"dead_letter needs a non-empty reason str, got {reason!r}")
-    if not is_live(state, lease):
+    i = _live_at(state, lease)
+    if i < 0:
         return Outcome(state, False, None)
-    i = find(state, lease.sample_id)
     return Outcome(_finish(cfg, state, i, DEAD, reason), True, None)
 
 
@@ -657,9 +670,9 @@ def extend(cfg: Config, state: State, lease: ModelLease, seconds: float) -> Outc
     bad = _check_lease(cfg, state, lease, "extend") or _check_positive(state, seconds, "extend")
     if bad is not None:
         return bad
-    if not is_live(state, lease):
+    i = _live_at(state, lease)
+    if i < 0:
         return Outcome(state, False, None)
-    i = index_of(state, lease.sample_id)
     r = rec_at(state, i)
     new = _rec((r.status, r.incarnation, r.deliveries, r.redeliveries, state.now + seconds, r.resident, r.nbytes))
     t = with_rec(state, i, new)
@@ -680,7 +693,10 @@ def expired(state: State) -> list[int]:
     if last is state:  # (a state never changes: the same answer)
         return list(answer)
     now = state.now
-    hits = [i for i, r in enumerate(state.recs) if r.deadline is not None and is_due(r.deadline, now)]
+    recs = state.recs
+    # the leased records picked out in C (most records have no deadline), then tested
+    leased = compress(count(), map(is_not, map(_deadline, recs), repeat(None)))
+    hits = [i for i in leased if is_due(recs[i].deadline, now)]
     if len(hits) > 1:
         hits.sort(key=lambda i: (state.recs[i].deadline, state.ids[i]))
     _expired_memo = (state, tuple(hits))
@@ -869,7 +885,7 @@ def recover(cfg: Config, state: State, sample_id: str) -> Outcome:
         return _reject(state, "closed", f"recover({sample_id!r}) after close(); recover before closing the queue")
     rec = rec_at(state, i)
     new = rec._replace(status=PENDING, incarnation=rec.incarnation + 1, deliveries=0, redeliveries=0, deadline=None)
-    return Outcome(_pending_appended(state, i, new, sample_id), True, None)
+    return Outcome(with_rec_queued(state, i, new), True, None)
 
 
 def lease_state(state: State, lease: ModelLease) -> str:

@@ -169,20 +169,6 @@ def _appended(chunks: tuple[tuple, ...], item: object) -> tuple[tuple, ...]:
     return chunks + ((item,),)
 
 
-def _set(chunks: tuple[tuple, ...], p: int, item: object) -> tuple[tuple, ...]:
-    """``chunks`` with the item at position ``p`` replaced: copies one chunk and the tuple of chunks.
-
-    Each copy goes through a list (one copy in C, one store, one copy back):
-    about half the cost of gluing three slices together."""
-    chunk = list(chunks[p >> _SHIFT])
-    chunk[p & _MASK] = item
-    if len(chunks) == 1:
-        return (tuple(chunk),)
-    out = list(chunks)
-    out[p >> _SHIFT] = tuple(chunk)
-    return tuple(out)
-
-
 class State:
     """The whole observable state of a queue bound to its store.
 
@@ -476,13 +462,42 @@ def pending_head(s: State) -> str:
 
 
 def with_rec(s: State, i: int, rec: Rec) -> State:
-    """``s`` with ``recs[i]`` replaced by ``rec`` (nothing else changed, not settled)."""
+    """``s`` with ``recs[i]`` replaced by ``rec`` (nothing else changed, not settled).
+
+    It copies one chunk of ``recs`` and the tuple of chunks, each through a
+    list (one copy in C, one store, one copy back: about half the cost of
+    gluing three slices together)."""
     if s._n < 0:
         recs = s.recs
         return State(*[recs[:i] + (rec,) + recs[i + 1 :] if n == "recs" else getattr(s, n) for n in _FIELDS])
     t = _clone(s)
-    t._rc = _set(s._rc, i, rec)
+    chunks = s._rc
+    j = i >> _SHIFT
+    chunk = list(chunks[j])
+    chunk[i & _MASK] = rec
+    if len(chunks) == 1:
+        t._rc = (tuple(chunk),)
+    else:
+        out = list(chunks)
+        out[j] = tuple(chunk)
+        t._rc = tuple(out)
     t._rt = None
+    return t
+
+
+def with_rec_popped(s: State, i: int, rec: Rec) -> State:
+    """``s`` with ``recs[i]`` replaced by ``rec`` and the head of pending taken
+    off (an acquire of the head; pending must not be empty)."""
+    t = with_rec(s, i, rec)
+    pending_popped(t, s)
+    return t
+
+
+def with_rec_queued(s: State, i: int, rec: Rec) -> State:
+    """``s`` with ``recs[i]`` replaced by ``rec`` and ``ids[i]`` appended to
+    pending (a put, fail or reclaim of a known sample)."""
+    t = with_rec(s, i, rec)
+    pending_appended(t, s, s._ic[i >> _SHIFT][i & _MASK] if s._n >= 0 else s.ids[i])
     return t
 
 

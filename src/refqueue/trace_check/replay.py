@@ -31,6 +31,7 @@ violation (the clock went back).
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import compress, count
 from operator import attrgetter
 from typing import Any
@@ -122,7 +123,7 @@ class QueueReplay:
         self._queue_steps = {
             "put": self._put, "try_put": self._try_put, "park": self._park, "unpark": self._unpark,
             "pause": self._announce, "resume": self._announce, "acquire": self._acquire, "wait": self._nothing,
-            "ack": self._ack, "fail": self._fail, "dead_letter": self._dead_letter, "extend": self._extend,
+            "ack": partial(self._finish, "ack"), "fail": self._fail, "dead_letter": self._dead_letter, "extend": self._extend,
             "reclaim": self._reclaim, "close": self._close, "open": self._nothing,
             # a loader's records (SampleRefQueue.emit_event) change no queue state
             **dict.fromkeys(LOADER_EVENTS, self._nothing),
@@ -332,8 +333,7 @@ class QueueReplay:
             if A.pending_count(state):
                 return f"acquire returned None while the model has {len(state.pending)} pending (head {state.pending[0]!r})"
             return None
-        out = A.acquire(self.cfg, state)
-        lease = out.value
+        after, lease, _ = A.acquire(self.cfg, state)
         if lease is None:
             return f"acquire returned {sample!r}; the model has nothing pending"
         if lease.sample_id != sample:
@@ -349,25 +349,23 @@ class QueueReplay:
             return (f"acquire of {sample!r} set deadline {deadline!r}; the model's is now + visibility_timeout = "
                     f"{state.now + self.cfg.visibility_timeout!r}")
         self.leases[lease_id] = lease
-        self.state = out.state
+        self.state = after
         self.acquired += 1
         return None
 
-    def _ack(self, record: dict[str, Any]) -> str | None:
-        return self._finish("ack", record, None)
-
-    def _finish(self, call: str, record: dict[str, Any], reason: str | None) -> str | None:
+    def _finish(self, call: str, record: dict[str, Any], reason: str | None = None) -> str | None:
         """An ack or dead_letter the queue logged, against the model: the
         lease it names, the scrub of its data, and the answer (``live``); on a
         live one the model takes ``ack`` (``reason`` None) or ``dead_letter``
         with ``reason``."""
-        lease = self._lease(record)
-        if isinstance(lease, str):
-            return lease
+        lease = self.leases.get(record["lease"])
+        if lease is None or lease.sample_id != record.get("sample"):
+            return self._lease(record)  # (what is wrong with it)
         live = record["live"]
-        problem = self._finish_scrub(lease.sample_id, live)
-        if problem is not None:
-            return problem
+        if live and self.store_logged:
+            problem = self._finish_scrub(lease.sample_id, live)
+            if problem is not None:
+                return problem
         completed = self.state.completed
         if reason is None:
             out = A.ack(self.cfg, self.state, lease)
