@@ -17,6 +17,7 @@ from refqueue.model import actions as A
 from refqueue.model import invariants
 from refqueue.model import world as W
 from refqueue.model.explorer import build_graph, explore
+from refqueue.model.state import initial_state
 from refqueue.model.world import make_world
 from refqueue.spec_check import mutants as M
 from refqueue.spec_check.manifest import load_manifest
@@ -25,6 +26,7 @@ from refqueue.spec_check.tlc import TlcRun
 MUTANTS, TIMEOUT = M.load_mutants(Path(__file__).resolve().parents[2] / "spec")
 BY_NAME = {m.name: m for m in MUTANTS}
 REAL = (A.try_put, A._requeue)
+IS_LIVE = A.is_live
 
 # The mutations the task asked for, one each (extra ones may follow).
 REQUIRED = [
@@ -209,6 +211,31 @@ def test_the_former_python_gap_is_killed_now_that_the_explorer_names_the_holders
     assert mutant.python.expected == "LeaseLiveUntilDeadline" and not mutant.python.survives
     result = M.run_python_kill(mutant, max_seconds=60)
     assert result.verdict == "violation" and "LeaseLiveUntilDeadline" in result.violated
+
+
+@pytest.mark.parametrize("mutant", [m for m in MUTANTS if m.python is not None], ids=lambda m: m.name)
+def test_the_explorer_kills_every_mutant_it_is_given(mutant):
+    # check-spec --mutants runs these too, after TLC; here each one alone, in a second: a change
+    # to the model that routes a call around what a patch replaces (an action asking liveness
+    # through another function than the patched one) shows as a survivor here
+    result = M.run_python_kill(mutant, max_seconds=60)
+    assert M.MutantReport(mutant, [], result).python_killed is not False, (mutant.name, result.verdict, result.violated)
+    assert (A.try_put, A._requeue) == REAL and A.is_live is IS_LIVE and A._live_at is A._live_index  # restored
+
+
+def test_a_patch_of_is_live_reaches_the_calls_that_take_a_lease():
+    # the model's ack asks _live_at; the is-live-ignores-status patch must change its answer too
+    mutant = BY_NAME["is-live-ignores-status"]
+    cfg = make_world(**mutant.python.world).cfg
+    s = A.store_put(cfg, initial_state(), "s0", 1).state
+    s = A.put(cfg, s, "s0").state
+    s, lease, _ = A.acquire(cfg, s)
+    acked = A.ack(cfg, s, lease).state
+    assert A.ack(cfg, acked, lease).value is False  # the real queue: a second ack of the lease is stale
+    with M.patched("is-live-ignores-status"):
+        assert A.ack(cfg, acked, lease).value is True  # the mutant takes it as live (status ignored)
+        assert invariants.is_live(acked, lease) is False  # the invariants judge with the real definition
+    assert A.ack(cfg, acked, lease).value is False
 
 
 def test_liveness_only_mutants_are_not_explored():

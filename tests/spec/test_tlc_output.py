@@ -186,3 +186,29 @@ def test_run_tlc_rejects_bad_workers_before_running(tmp_path: Path):
     with pytest.raises(ValueError, match=r"^workers must be an int >= 1, got 0; pass the number of TLC worker threads$"):
         tlc.run_tlc(tmp_path, "M.tla", "M.cfg", tmp_path / "w", workers=0)
     assert not (tmp_path / "w").exists()
+
+
+def test_only_a_run_known_to_be_short_gets_the_first_tier_compiler(monkeypatch, tmp_path: Path):
+    assert tlc.jvm_args_for(None) == ()  # not known: the JVM's defaults
+    assert tlc.jvm_args_for(tlc.SHORT_RUN_STATES - 1) == tlc.SHORT_RUN_JVM_ARGS
+    assert tlc.jvm_args_for(tlc.SHORT_RUN_STATES) == ()
+    cmd = tlc.tlc_command("java", Path("t.jar"), tmp_path, "M.tla", "M.cfg", workers=1, jvm_args=tlc.SHORT_RUN_JVM_ARGS)
+    assert cmd.index("-XX:TieredStopAtLevel=1") < cmd.index("tlc2.TLC")  # a JVM option, before the class
+
+    # check-spec passes each manifest config what its recorded size asks for
+    from refqueue.spec_check import command
+    from refqueue.spec_check.manifest import load_manifest
+
+    seen = {}
+
+    def fake_run_tlc(spec_dir, module, config, workdir, **kwargs):
+        seen[config] = tuple(kwargs.get("jvm_args", ()))
+        raise tlc.TlcUnavailable("stop here")
+
+    monkeypatch.setattr(command, "run_tlc", fake_run_tlc)
+    spec = Path(__file__).resolve().parents[2] / "spec"
+    entries = {e.name: e for e in load_manifest(spec)}
+    for name in ("MCFlapping", "MCSymmetry"):
+        with pytest.raises(tlc.TlcUnavailable):
+            command.check_config(spec, entries[name])
+    assert seen == {"MCFlapping.cfg": tlc.SHORT_RUN_JVM_ARGS, "MCSymmetry.cfg": ()}

@@ -24,7 +24,7 @@ from refqueue.spec_check.agreement import AgreementError, AgreementResult, check
 from refqueue.spec_check.coverage import NEVER_FIRES, check_coverage, config_problems
 from refqueue.spec_check.manifest import ConfigEntry, ManifestError, load_manifest, mismatches, spec_dir_of
 from refqueue.spec_check.simulate import SIMULATION_MODULE, simulate
-from refqueue.spec_check.tlc import TlcRun, TlcUnavailable, find_jar, find_java, run_tlc
+from refqueue.spec_check.tlc import TlcRun, TlcUnavailable, find_jar, find_java, jvm_args_for, run_tlc
 
 __all__ = ["add_arguments", "run", "check_config", "ConfigReport"]
 
@@ -146,7 +146,7 @@ def check_config(
         run = run_tlc(
             spec_dir, entry.module, entry.config, workdir,
             workers=entry.workers or workers, dump=dump, timeout=timeout, on_line=progress, java=java, jar=jar,
-            tlc_args=COVERAGE_ARGS if complete else (),
+            tlc_args=COVERAGE_ARGS if complete else (), jvm_args=jvm_args_for(entry.distinct_states),
         )
         problems = mismatches(entry, run)
         agreement = None

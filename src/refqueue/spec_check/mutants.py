@@ -54,7 +54,15 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from refqueue.spec_check.manifest import ManifestError, spec_dir_of
-from refqueue.spec_check.tlc import TlcRun, TlcUnavailable, find_jar, find_java, run_tlc
+from refqueue.spec_check.tlc import (
+    SHORT_RUN_JVM_ARGS,
+    TlcRun,
+    TlcUnavailable,
+    find_jar,
+    find_java,
+    jvm_args_for,
+    run_tlc,
+)
 
 __all__ = [
     "MUTANTS_FILE",
@@ -252,6 +260,14 @@ def _manifest_configs(spec_dir: Path) -> list[dict]:
         return []
 
 
+def _manifest_states(spec_dir: Path, name: str) -> int | None:
+    """The distinct states the manifest records for config ``name`` (None: not there)."""
+    for c in _manifest_configs(spec_dir):
+        if c.get("name") == name and isinstance(c.get("distinct_states"), int):
+            return c["distinct_states"]  # type: ignore[no-any-return]
+    return None
+
+
 def _counterexample_configs(spec_dir: Path) -> set[str]:
     """The manifest's counterexample configs."""
     return {c["name"] for c in _manifest_configs(spec_dir) if c.get("mode") == "counterexample"}
@@ -346,10 +362,13 @@ def run_tlc_kill(
     jar: Path | None = None,
 ) -> TlcRun:
     """TLC on one worker on ``kill.config`` of the spec mutated by ``mutant``
-    (``None``: the unmutated spec), in a scratch directory."""
+    (``None``: the unmutated spec), in a scratch directory.  A mutant's run is
+    to stop at its first violation, so it is a short run (``SHORT_RUN_JVM_ARGS``);
+    the unmutated spec's goes through the whole config."""
     with tempfile.TemporaryDirectory(prefix="refqueue-mutant-") as tmp:
         scratch = write_mutated_spec(spec_dir, mutant, Path(tmp) / "spec")
-        return run_tlc(scratch, kill.module, kill.cfg, Path(tmp) / "work", workers=1, timeout=timeout, java=java, jar=jar)
+        return run_tlc(scratch, kill.module, kill.cfg, Path(tmp) / "work", workers=1, timeout=timeout, java=java,
+                       jar=jar, jvm_args=SHORT_RUN_JVM_ARGS if mutant is not None else ())
 
 
 @dataclass
@@ -398,7 +417,7 @@ def run_graph_agreement(
         graph_cfg.write_text(text[: cut.start()] if cut else text, encoding="utf-8")
         dot = Path(tmp) / "states.dot"
         run = run_tlc(scratch, f"{config}.tla", graph_cfg.name, Path(tmp) / "work", workers=1, dump=dot,
-                      timeout=timeout, java=java, jar=jar)
+                      timeout=timeout, java=java, jar=jar, jvm_args=jvm_args_for(_manifest_states(spec_dir, config)))
         if run.outcome != "ok":
             detail = run.error or f"{run.result} violated"
             return GraphResult(config, "unknown", f"TLC gave no complete graph: {detail}", time.monotonic() - start)
@@ -426,15 +445,29 @@ def run_graph_agreement(
 # ``A.recover`` through the module ``A`` (and its own ``_core_moves``,
 # ``consumer_moves`` and ``_lease_moves`` as module globals; the explorer
 # calls ``_core_moves`` and ``consumer_moves`` through the module), and the actions call ``_requeue``,
-# ``_finish``, ``put``, ``is_live`` and ``expired`` as module globals, so
-# patching the module attribute reaches every caller.  The invariants keep their own
-# ``is_live`` (imported by name), so they judge with the real definition.
+# ``_finish``, ``put``, ``_live_at`` and ``expired`` as module globals, so
+# patching the module attribute reaches every caller (a patch of ``is_live``
+# patches ``_live_at``, the index form the calls that take a lease use, with
+# it: ``_live_patches``).  The invariants keep their own ``is_live`` (imported
+# by name, and calling the real ``_live_index``), so they judge with the real
+# definition.
 
 
 def _actions() -> ModuleType:
     from refqueue.model import actions
 
     return actions
+
+
+def _live_patches(A: ModuleType, is_live: Callable[[Any, Any], bool]) -> Patch:
+    """The patches that make the model judge a lease live by ``is_live``:
+    ``A.is_live`` itself and ``A._live_at`` (what ack, fail, dead_letter and
+    extend ask), the sample's index where ``is_live`` says live, else -1."""
+
+    def _live_at(state: Any, lease: Any) -> int:
+        return A.index_of(state, lease.sample_id) if is_live(state, lease) else -1  # type: ignore[no-any-return]
+
+    return [(A, "is_live", is_live), (A, "_live_at", _live_at)]
 
 
 def _try_put_variant(
@@ -540,7 +573,7 @@ def _patch_is_live_ignores_status() -> Patch:
             and A.epoch_generation(lease.epoch) == state.epoch
         )
 
-    return [(A, "is_live", is_live)]
+    return _live_patches(A, is_live)
 
 
 def _patch_extend_from_old_deadline() -> Patch:
@@ -690,7 +723,7 @@ def _patch_is_live_ignores_epoch() -> Patch:
             return False
         return rec.status == A.LEASED and rec.incarnation == lease.incarnation and rec.redeliveries == lease.redelivery_count
 
-    return [(A, "is_live", is_live)]
+    return _live_patches(A, is_live)
 
 
 def _patch_lease_identity_reused() -> Patch:

@@ -327,7 +327,7 @@ def run_tlc_on_trace(records: list[dict[str, Any]], max_events: int = 200, timeo
     ``spec`` is the folder holding the three spec files (default ``spec_dir()``;
     the must-refuse tests pass a copy with one check of the trace spec removed).
     """
-    from refqueue.spec_check.tlc import run_tlc
+    from refqueue.spec_check.tlc import SHORT_RUN_JVM_ARGS, run_tlc
 
     trace = to_tla(records, max_events)
     source = spec_dir() if spec is None else spec
@@ -339,7 +339,7 @@ def run_tlc_on_trace(records: list[dict[str, Any]], max_events: int = 200, timeo
         (spec / "SampleRefQueueTraceRun.tla").write_text(trace.module(), encoding="utf-8")
         started = time.monotonic()
         run = run_tlc(spec, "SampleRefQueueTraceRun.tla", "SampleRefQueueTrace.cfg", Path(tmp) / "work",
-                      workers=1, timeout=timeout, tlc_args=["-continue"])
+                      workers=1, timeout=timeout, tlc_args=["-continue"], jvm_args=SHORT_RUN_JVM_ARGS)
         seconds = time.monotonic() - started
     violated = set(_VIOLATED.findall(run.output)) if run.outcome == "violation" else set()
     others = sorted(violated - {"TraceNotFinished", "TraceCanContinue"})
