@@ -477,6 +477,20 @@ class _ChildCannotOpenHooks(Hooks):
         raise ConnectionRefusedError("this fake refuses every client opened from a spec")
 
 
+class _Hanging(Proxy):
+    """A client whose every request waits for ever (what a child process opens from the spec)."""
+
+    def _rpc(self, op: str, *args: Any) -> Any:
+        threading.Event().wait()  # never set: the call hangs until the process is killed
+
+
+class _ChildHangsHooks(Hooks):
+    """The kit's own clients work; a client opened from the spec (a child process's) hangs."""
+
+    def open_from_spec(self, spec: dict[str, Any], store: Any, clock: Any) -> Proxy:
+        return _Hanging((spec["host"], spec["port"]), spec["generation"], store)
+
+
 make_forgets_puts = factory(server=_ForgetsPuts)
 make_never_collects = factory(server=_NeverCollects)
 make_dying_reclaimer = factory(hooks=_DyingReclaimerHooks)
@@ -487,3 +501,4 @@ make_cached_reads = factory(hooks=_CachedReadsHooks)
 make_durable_loses = factory(hooks=_DurableLoses)
 make_restart_down_for = factory(hooks=_DownForHooks)  # correct: only its restart hook differs
 make_child_cannot_open = factory(hooks=_ChildCannotOpenHooks)
+make_child_hangs = factory(hooks=_ChildHangsHooks)

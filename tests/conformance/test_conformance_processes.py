@@ -1,7 +1,7 @@
 """The children of multi-process histories (``refqueue.conformance.processes``):
 with a ``Children`` pool, the children of one history serve the next (each
 history still has its four threads and its own client in each child); a
-child that failed or died is never reused; closing the pool ends the
+child that failed, hung or died is never reused; closing the pool ends the
 children that wait.  On the fake of ``fault_backends``."""
 
 import os
@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from refqueue.conformance.processes import Children, record_processes
+from refqueue.conformance.processes import Children, RecordingHung, record_processes
 
 pytestmark = pytest.mark.torch
 
@@ -53,3 +53,14 @@ def test_a_child_that_died_while_it_waited_is_replaced_and_one_that_failed_is_no
         assert pool._idle == [] and alive.proc.poll() is not None
         history = record_processes(FAKE, seed=1, pool=pool)
         assert pool.spawned == 5 and _threads(history) == [0, 1, 2, 3]
+
+
+def test_a_child_that_hung_is_killed_not_reused():
+    with Children() as pool:
+        record_processes(FAKE, seed=0, pool=pool)
+        waiting = list(pool._idle)
+        # both waiting children take the next history; their calls hang (the kit's own do not)
+        with pytest.raises(RecordingHung, match=r"thread [23] \(a child process\) had not finished its calls 2.0 s"):
+            record_processes("fault_backends:make_child_hangs", seed=0, pool=pool, hang_after=2.0)
+        assert pool.spawned == 2 and pool._idle == []
+        assert all(c.proc.poll() is not None for c in waiting)  # killed, not kept for the next history
