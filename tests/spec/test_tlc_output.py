@@ -212,3 +212,25 @@ def test_only_a_run_known_to_be_short_gets_the_first_tier_compiler(monkeypatch, 
         with pytest.raises(tlc.TlcUnavailable):
             command.check_config(spec, entries[name])
     assert seen == {"MCFlapping.cfg": tlc.SHORT_RUN_JVM_ARGS, "MCSymmetry.cfg": ()}
+
+
+def test_a_mutants_kill_run_and_a_trace_run_are_short_runs_the_unmutated_spec_is_not(monkeypatch, tmp_path: Path):
+    from refqueue.spec_check import mutants as M
+    from refqueue.trace_check import tla
+
+    asked = []
+
+    def fake_run_tlc(spec_dir, module, config, workdir, **kwargs):
+        asked.append(tuple(kwargs.get("jvm_args", ())))
+        raise tlc.TlcUnavailable("stop here")
+
+    monkeypatch.setattr(tlc, "run_tlc", fake_run_tlc)  # (tla imports it from the module when it runs)
+    monkeypatch.setattr(M, "run_tlc", fake_run_tlc)
+    spec = Path(__file__).resolve().parents[2] / "spec"
+    mutant = M.load_mutants(spec)[0][0]
+    for which in (mutant, None):
+        with pytest.raises(tlc.TlcUnavailable):
+            M.run_tlc_kill(spec, which, mutant.tlc[0], timeout=60)
+    with pytest.raises(tlc.TlcUnavailable):
+        tla.run_tlc_on_trace([{"pid": 1, "seq": 1, "q": 1, "ev": "open", "epoch": "e", "visibility_timeout": 1.0}])
+    assert asked == [tlc.SHORT_RUN_JVM_ARGS, (), tlc.SHORT_RUN_JVM_ARGS]

@@ -497,7 +497,7 @@ def with_rec_queued(s: State, i: int, rec: Rec) -> State:
     """``s`` with ``recs[i]`` replaced by ``rec`` and ``ids[i]`` appended to
     pending (a put, fail or reclaim of a known sample)."""
     t = with_rec(s, i, rec)
-    pending_appended(t, s, s._ic[i >> _SHIFT][i & _MASK] if s._n >= 0 else s.ids[i])
+    pending_appended(t, s, id_at(s, i))
     return t
 
 
