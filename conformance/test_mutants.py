@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.mutants import CAUGHT_BY, MUTANTS
+from conformance.mutants import CAUGHT_BY, MUTANTS, NAMED_CHECK, REPEATS
 from refqueue.conformance import fault_crashes, rejection_kind
+from refqueue.conformance.blocking import CHECKS as BLOCKING_CHECKS
 from refqueue.conformance.certify import PHASES, certify
 
 pytestmark = pytest.mark.torch
@@ -70,33 +71,9 @@ def test_a_whole_ci_certification_rejects_mutant_in_its_phase(mutant):
     assert cert.failure["phase"] == CAUGHT_BY[mutant], cert.failure
 
 
-# Mutants whose rejection repeats what another mutant's test already shows (the
-# same check of the same phase rejects both): their phase-only test runs under the
-# slow mark with the whole certifications, the one named here stays in the default run.
-REPEATS = {
-    "acquire_polls_100ms": "acquire_polls_60ms",  # blocking: acquire-woken-by-fail
-    "fail_no_wake": "acquire_polls_60ms",  # blocking: acquire-woken-by-fail
-    "acquire_polls_200ms": "put_no_wake",  # blocking: acquire-woken-by-put
-    "dead_letter_drain_no_wake": "drain_no_wake",  # blocking: acquire-woken-by-drain
-    "pause_every_step": "resume_wakes_one",  # blocking: put-all-woken-by-resume
-    "close_wakes_one_producer": "close_ignored_by_producer",  # blocking: put-woken-by-close
-    "pending_lifo": "fail_to_head",  # calls: deadline-soak
-    "reclaim_strict": "fail_to_head",  # calls: deadline-soak
-    "ring_wrap": "fail_to_head",  # calls: deadline-soak
-    "extend_from_deadline": "fail_to_head",  # calls: deadline-soak
-    "deadline_heap_1000": "fail_to_head",  # calls: deadline-soak
-    "lease_recycled": "lease_ids_from_0",  # calls: lease-ids-from-1
-    "redis_loss_undetected": "redis_unfenced_after_restart",  # faults: restart-lossy
-    "duplicate_put": "reclaim_snapshot",  # threads: a history that is not linearizable
-    "health_torn": "reclaim_snapshot",  # threads: a history that is not linearizable
-    "pause_flag_race": "no_band",  # threads: a history that is not linearizable
-    "extend_stale": "stale_ack",  # walks: a divergence from the model on a stale lease
-    "dedup_short": "dedup_forever",  # walks: a divergence from the model on a re-put
-    "early_terminal_none": "dead_letter_late",  # walks: a divergence from the model
-    "dead_letters_sorted": "dead_letter_late",  # walks: a divergence from the model on dead letters
-    "put_poll_zero": "reclaimer_interval_zero",  # calls: durations-not-positive
-    "lease_json_ms_deadline": "lease_json_no_bytes",  # calls: json-round-trip
-}
+def test_each_named_check_is_a_blocking_check_of_a_mutant_that_phase_catches():
+    for mutant, (check, says) in NAMED_CHECK.items():
+        assert CAUGHT_BY[mutant] == "blocking" and check in BLOCKING_CHECKS and says, mutant
 
 
 def test_each_repeat_names_a_mutant_of_the_default_run_caught_by_the_same_phase():
@@ -149,6 +126,11 @@ def test_ci_profile_rejects_mutant(mutant, alone, tmp_path, record_property, mon
     cert = certify(target, profile="ci", phases=(phase,), fail_fast=True)
     assert not cert.passed, f"the ci profile's {phase} phase did not catch {mutant}"
     assert cert.failure["phase"] == phase, cert.failure
+    if mutant in NAMED_CHECK:  # stopped at its named check, which says what went wrong
+        check, says = NAMED_CHECK[mutant]
+        assert cert.failure["check"] == check, cert.failure
+        assert cert.failure["message"].startswith(f"blocking phase, check {check}: "), cert.failure
+        assert says in cert.failure["message"], cert.failure
     record_property("steps_to_catch", cert.failure["steps_to_failure"])
     record_property("counterexample_steps", cert.failure["trace_steps"])
 

@@ -117,3 +117,61 @@ CAUGHT_BY = {
     'stale_ack': 'walks',
     'uri_scheme_only': 'calls',
 }
+
+# The blocking phase's check that rejects each of these mutants, and what its
+# failure says (a part of the message): the phase stops at that check, so the
+# one before it (each run once) did not catch the mutant by chance.
+NAMED_CHECK = {
+    "put_no_wake": ("acquire-woken-by-put", "acquire(poll_interval=30.0) was still blocked 1.0 s after put('w0') returned (bound 0.05 s;"),
+    "fail_no_wake": ("acquire-woken-by-fail", "was still blocked 1.0 s after fail(lease of 'w0') returned"),
+    "reclaim_no_wake": ("acquire-woken-by-reclaim", "was still blocked 1.0 s after reclaim_expired() returned"),
+    "close_no_wake": ("acquire-woken-by-close", "was still blocked 1.0 s after close() of the empty queue returned"),
+    "drain_no_wake": ("acquire-woken-by-drain", "acquire(poll_interval=30.0) was still blocked 1.0 s after the ack that drained the closed queue returned"),
+    "dead_letter_drain_no_wake": ("acquire-woken-by-drain", "consumer 1's acquire(poll_interval=30.0) was still blocked 1.0 s after the dead_letter that drained the closed queue returned"),
+    "put_wakes_if_empty": ("acquire-each-woken-by-puts", "consumer 2's acquire(poll_interval=30.0) was still blocked 1.0 s after put('w0') then put('w1') returned"),
+    "close_wakes_one": ("acquire-all-woken-by-close", "was still blocked 1.0 s after close() of the empty queue returned"),
+    "resume_wakes_one": ("put-all-woken-by-resume", "without abort_when was still blocked 1.0 s after put_blocks_until_below('p3', abort_when=lambda: True), the step that resumed"),
+    "dead_letter_no_room_wake": ("put-woken-by-dead-letter", "without abort_when was still blocked 1.0 s after dead_letter(lease of 'big', 'kit'), which brought residency to low, returned"),
+    "close_wakes_one_producer": ("put-woken-by-close", "was still blocked 1.0 s after close() returned"),
+    "acquire_poll_rounded_up": ("acquire-times-out", "acquire(poll_interval=0.2) returned None 1.0"),
+    "backpressure_needs_abort_when": ("put-pauses-and-resumes", "without abort_when returned None after 0.0"),
+    "close_ignored_by_producer": ("put-woken-by-close", "without abort_when was still blocked 1.0 s after close() returned"),
+    "put_lost_wakeup": ("put-inf-no-lost-wakeup", "put_blocks_until_below('small', poll_interval=math.inf, abort_when=...) was still blocked 1.0 s after ack(lease of 'big') returned: that call landed after the producer's step that paused and before its wait"),
+    "callback_under_lock": ("callbacks-outside-locks", "inside on_pause, another thread's pending_count() did not return within 1.0 s: on_pause runs with a queue or store lock held"),
+    "callbacks_overlap": ("callbacks-in-order", "on_pause was called while on_resume was still running in another thread (calls then: ['pause', 'resume', 'pause'])"),
+    "callback_swallowed": ("callback-errors-propagate", "on_pause raised an exception and the caller of put_blocks_until_below('small', abort_when=lambda: True) got PutAborted"),
+    "reclaimer_idle": ("reclaimer-reclaims", "start_reclaimer(0.01) with the clock past the only lease's deadline reclaimed nothing within 50 of its intervals (0.5 s;"),
+    "reclaimer_unstoppable": ("reclaimer-stops", "after stop_reclaimer() returned, the next expired lease was reclaimed within 10 reclaimer intervals (0.1 s;"),
+    "acquire_timer_restarts": ("acquire-times-out-busy", "s past its poll interval and past the bound of 0.05 s, while, from half its interval on, a ref was put through the other client every 0.025 s and taken back with acquire_nowait() the moment it was pending, until the kit had taken one (1 put), so a put woke it to find nothing (in each of 3 attempts)"),
+    "reclaimer_default_interval": ("reclaimer-default-interval", "start_reclaimer() with no interval, on a queue whose visibility timeout is 2.0 s, had not reclaimed the expired lease on 'r0' 0.75 s after start_reclaimer() returned"),
+    "parked_bytes_count": ("put-abort-when", "two producers are blocked in put_blocks_until_below (each has consulted abort_when() twice, so each has parked its ref), but parked_bytes is 2, not 36 ('small' 18 + 'other' 18 bytes)"),
+    "callbacks_dropped_on_error": ("callbacks-after-an-error", "on_pause/on_resume were called ['pause'], not ['pause', 'resume']: the resume was never reported"),
+}
+
+# Mutants whose rejection repeats what another mutant's shows (the same check of the
+# same phase rejects both): conformance/test_mutants.py certifies them with their phase
+# alone only under the slow mark, and the one named here in the default run.
+REPEATS = {
+    "acquire_polls_100ms": "acquire_polls_60ms",  # blocking: acquire-woken-by-fail
+    "fail_no_wake": "acquire_polls_60ms",  # blocking: acquire-woken-by-fail
+    "acquire_polls_200ms": "put_no_wake",  # blocking: acquire-woken-by-put
+    "dead_letter_drain_no_wake": "drain_no_wake",  # blocking: acquire-woken-by-drain
+    "pause_every_step": "resume_wakes_one",  # blocking: put-all-woken-by-resume
+    "close_wakes_one_producer": "close_ignored_by_producer",  # blocking: put-woken-by-close
+    "pending_lifo": "fail_to_head",  # calls: deadline-soak
+    "reclaim_strict": "fail_to_head",  # calls: deadline-soak
+    "ring_wrap": "fail_to_head",  # calls: deadline-soak
+    "extend_from_deadline": "fail_to_head",  # calls: deadline-soak
+    "deadline_heap_1000": "fail_to_head",  # calls: deadline-soak
+    "lease_recycled": "lease_ids_from_0",  # calls: lease-ids-from-1
+    "redis_loss_undetected": "redis_unfenced_after_restart",  # faults: restart-lossy
+    "duplicate_put": "reclaim_snapshot",  # threads: a history that is not linearizable
+    "health_torn": "reclaim_snapshot",  # threads: a history that is not linearizable
+    "pause_flag_race": "no_band",  # threads: a history that is not linearizable
+    "extend_stale": "stale_ack",  # walks: a divergence from the model on a stale lease
+    "dedup_short": "dedup_forever",  # walks: a divergence from the model on a re-put
+    "early_terminal_none": "dead_letter_late",  # walks: a divergence from the model
+    "dead_letters_sorted": "dead_letter_late",  # walks: a divergence from the model on dead letters
+    "put_poll_zero": "reclaimer_interval_zero",  # calls: durations-not-positive
+    "lease_json_ms_deadline": "lease_json_no_bytes",  # calls: json-round-trip
+}

@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from conformance.mutants import NAMED_CHECK, REPEATS
 from conformance.mutants._base import BaseQueue, _Entry, factory
 from refqueue.cli import main
 from refqueue.conformance import Capabilities, backend_of
@@ -38,35 +39,18 @@ def test_a_correct_backend_passes_every_check_within_the_bound(target):
     assert report.checks["reclaimer-stops"]["waited_s"] == 0.1  # 10 intervals of 0.01 s
 
 
+# Each blind spot is rejected by its named check (NAMED_CHECK), saying what it says.  In the
+# default run conformance/test_mutants.py shows it for every mutant it certifies there (the
+# certification's fail-fast short pass runs this same phase, each check once, and must stop
+# at the same check with the same words); here, straight through check_blocking, only the
+# mutants that file leaves to the slow run (its REPEATS) are in the default run.
 @pytest.mark.parametrize(
     ("mutant", "check", "says"),
     [
-        ("put_no_wake", "acquire-woken-by-put", "acquire(poll_interval=30.0) was still blocked 1.0 s after put('w0') returned (bound 0.05 s;"),
-        ("fail_no_wake", "acquire-woken-by-fail", "was still blocked 1.0 s after fail(lease of 'w0') returned"),
-        ("reclaim_no_wake", "acquire-woken-by-reclaim", "was still blocked 1.0 s after reclaim_expired() returned"),
-        ("close_no_wake", "acquire-woken-by-close", "was still blocked 1.0 s after close() of the empty queue returned"),
-        ("drain_no_wake", "acquire-woken-by-drain", "acquire(poll_interval=30.0) was still blocked 1.0 s after the ack that drained the closed queue returned"),
-        ("dead_letter_drain_no_wake", "acquire-woken-by-drain", "consumer 1's acquire(poll_interval=30.0) was still blocked 1.0 s after the dead_letter that drained the closed queue returned"),
-        ("put_wakes_if_empty", "acquire-each-woken-by-puts", "consumer 2's acquire(poll_interval=30.0) was still blocked 1.0 s after put('w0') then put('w1') returned"),
-        ("close_wakes_one", "acquire-all-woken-by-close", "was still blocked 1.0 s after close() of the empty queue returned"),
-        ("resume_wakes_one", "put-all-woken-by-resume", "without abort_when was still blocked 1.0 s after put_blocks_until_below('p3', abort_when=lambda: True), the step that resumed"),
-        ("dead_letter_no_room_wake", "put-woken-by-dead-letter", "without abort_when was still blocked 1.0 s after dead_letter(lease of 'big', 'kit'), which brought residency to low, returned"),
-        ("close_wakes_one_producer", "put-woken-by-close", "was still blocked 1.0 s after close() returned"),
-        ("acquire_poll_rounded_up", "acquire-times-out", "acquire(poll_interval=0.2) returned None 1.0"),
-        ("backpressure_needs_abort_when", "put-pauses-and-resumes", "without abort_when returned None after 0.0"),
-        ("close_ignored_by_producer", "put-woken-by-close", "without abort_when was still blocked 1.0 s after close() returned"),
-        ("put_lost_wakeup", "put-inf-no-lost-wakeup", "put_blocks_until_below('small', poll_interval=math.inf, abort_when=...) was still blocked 1.0 s after ack(lease of 'big') returned: that call landed after the producer's step that paused and before its wait"),
-        ("callback_under_lock", "callbacks-outside-locks", "inside on_pause, another thread's pending_count() did not return within 1.0 s: on_pause runs with a queue or store lock held"),
-        ("callbacks_overlap", "callbacks-in-order", "on_pause was called while on_resume was still running in another thread (calls then: ['pause', 'resume', 'pause'])"),
-        ("callback_swallowed", "callback-errors-propagate", "on_pause raised an exception and the caller of put_blocks_until_below('small', abort_when=lambda: True) got PutAborted"),
-        ("reclaimer_idle", "reclaimer-reclaims", "start_reclaimer(0.01) with the clock past the only lease's deadline reclaimed nothing within 50 of its intervals (0.5 s;"),
-        ("reclaimer_unstoppable", "reclaimer-stops", "after stop_reclaimer() returned, the next expired lease was reclaimed within 10 reclaimer intervals (0.1 s;"),
-        ("acquire_timer_restarts", "acquire-times-out-busy", "s past its poll interval and past the bound of 0.05 s, while, from half its interval on, a ref was put through the other client every 0.025 s and taken back with acquire_nowait() the moment it was pending, until the kit had taken one (1 put), so a put woke it to find nothing (in each of 3 attempts)"),
-        ("reclaimer_default_interval", "reclaimer-default-interval", "start_reclaimer() with no interval, on a queue whose visibility timeout is 2.0 s, had not reclaimed the expired lease on 'r0' 0.75 s after start_reclaimer() returned"),
-        ("parked_bytes_count", "put-abort-when", "two producers are blocked in put_blocks_until_below (each has consulted abort_when() twice, so each has parked its ref), but parked_bytes is 2, not 36 ('small' 18 + 'other' 18 bytes)"),
-        ("callbacks_dropped_on_error", "callbacks-after-an-error", "on_pause/on_resume were called ['pause'], not ['pause', 'resume']: the resume was never reported"),
+        pytest.param(m, check, says, marks=() if m in REPEATS else pytest.mark.slow, id=m)
+        for m, (check, says) in NAMED_CHECK.items()
     ],
-)  # fmt: skip
+)
 def test_each_blind_spot_is_caught_by_its_named_check(mutant, check, says):
     # One trial of each check (the timing model's trials are tested below): not caught earlier.
     report = check_blocking(f"conformance.mutants.{mutant}:make", trials=1)
@@ -249,6 +233,9 @@ def test_the_escape_probability_matches_a_simulated_poller():
         assert worst >= escape_per_call(period, bound, span) - 0.06, (period, worst)
 
 
+# (the same assertions on the in-process queue's certificate, in the default run:
+# conformance/test_inprocess.py; here the base's whole blocking phase again, with a seed of its own)
+@pytest.mark.slow
 def test_the_certificate_reports_each_wakeups_distribution_and_the_escape():
     cert = certify(BASE, phases=("blocking",), seed=5)
     assert cert.passed, cert.failure
