@@ -21,6 +21,7 @@ import pytest
 from conformance.mutants import CAUGHT_BY, MUTANTS, NAMED_CHECK, REPEATS
 from refqueue.conformance import fault_crashes, rejection_kind
 from refqueue.conformance.blocking import CHECKS as BLOCKING_CHECKS
+from refqueue.conformance.calls import CHECKS as CALLS_CHECKS
 from refqueue.conformance.certify import PHASES, certify
 
 pytestmark = pytest.mark.torch
@@ -71,9 +72,10 @@ def test_a_whole_ci_certification_rejects_mutant_in_its_phase(mutant):
     assert cert.failure["phase"] == CAUGHT_BY[mutant], cert.failure
 
 
-def test_each_named_check_is_a_blocking_check_of_a_mutant_that_phase_catches():
+def test_each_named_check_is_a_check_of_the_phase_that_catches_its_mutant():
+    checks = {"blocking": BLOCKING_CHECKS, "calls": CALLS_CHECKS}
     for mutant, (check, says) in NAMED_CHECK.items():
-        assert CAUGHT_BY[mutant] == "blocking" and check in BLOCKING_CHECKS and says, mutant
+        assert check in checks[CAUGHT_BY[mutant]] and says, mutant
 
 
 def test_each_repeat_names_a_mutant_of_the_default_run_caught_by_the_same_phase():
@@ -129,7 +131,8 @@ def test_ci_profile_rejects_mutant(mutant, alone, tmp_path, record_property, mon
     if mutant in NAMED_CHECK:  # stopped at its named check, which says what went wrong
         check, says = NAMED_CHECK[mutant]
         assert cert.failure["check"] == check, cert.failure
-        assert cert.failure["message"].startswith(f"blocking phase, check {check}: "), cert.failure
+        prefix = f"blocking phase, check {check}: " if phase == "blocking" else f"{check}: "
+        assert cert.failure["message"].startswith(prefix), cert.failure
         assert says in cert.failure["message"], cert.failure
     record_property("steps_to_catch", cert.failure["steps_to_failure"])
     record_property("counterexample_steps", cert.failure["trace_steps"])

@@ -118,10 +118,11 @@ CAUGHT_BY = {
     'uri_scheme_only': 'calls',
 }
 
-# The blocking phase's check that rejects each of these mutants, and what its
-# failure says (a part of the message): the phase stops at that check, so the
-# one before it (each run once) did not catch the mutant by chance.
+# The check of its phase (CAUGHT_BY: blocking or calls) that rejects each of these
+# mutants, and what its failure says (a part of the message): the phase stops at
+# that check, so no check before it caught the mutant by chance.
 NAMED_CHECK = {
+    # the blocking phase
     "put_no_wake": ("acquire-woken-by-put", "acquire(poll_interval=30.0) was still blocked 1.0 s after put('w0') returned (bound 0.05 s;"),
     "fail_no_wake": ("acquire-woken-by-fail", "was still blocked 1.0 s after fail(lease of 'w0') returned"),
     "reclaim_no_wake": ("acquire-woken-by-reclaim", "was still blocked 1.0 s after reclaim_expired() returned"),
@@ -146,6 +147,31 @@ NAMED_CHECK = {
     "reclaimer_default_interval": ("reclaimer-default-interval", "start_reclaimer() with no interval, on a queue whose visibility timeout is 2.0 s, had not reclaimed the expired lease on 'r0' 0.75 s after start_reclaimer() returned"),
     "parked_bytes_count": ("put-abort-when", "two producers are blocked in put_blocks_until_below (each has consulted abort_when() twice, so each has parked its ref), but parked_bytes is 2, not 36 ('small' 18 + 'other' 18 bytes)"),
     "callbacks_dropped_on_error": ("callbacks-after-an-error", "on_pause/on_resume were called ['pause'], not ['pause', 'resume']: the resume was never reported"),
+    # the calls phase
+    "json_drops_redelivery": ("json-round-trip", "redelivery_count is 0, not 1"),
+    "same_epoch": ("two-queues-one-store", "share the epoch 'queue'"),
+    "ack_before_scrub": ("scrub-fails", "outstanding_count() is 0, expected 1"),
+    "deadline_heap_1000": ("deadline-soak", "q.reclaim_expired(): returned"),
+    "epoch_empty_accepted": ("lease-epoch-empty", "returned True; docs/API.md says it raises ('foreign')"),
+    "lease_ids_from_0": ("lease-ids-from-1", "the first lease of a fresh queue has lease_id 0; docs/API.md: a queue mints lease ids as ints counting up from 1"),
+    "lease_id_negative_stale": ("lease-id-below-1", "ack(a copy of the live lease with lease_id=0, which no queue mints) returned False; docs/API.md says it raises ('invalid')"),
+    "dead_letters_own_list": ("dead-letters-copied", "a caller appended to and cleared the list dead_letters() returned, and then dead_letters() returned []: it gave out the queue's own list; it must return a copy"),
+    "extend_unbounded": ("durations-above-max", "extend(lease, 1e+300) returned True; docs/API.md: every duration is at most threading.TIMEOUT_MAX"),
+    "callback_health_at_delivery": ("callback-own-health", "on_pause received (resident_bytes=36, capacity_bytes=None, sample_count=2, high_watermark_hit=False, low_watermark_hit=False) but the step of put_blocks_until_below('p1', abort_when=lambda: True) read (resident_bytes=90,"),
+    "deadline_settle_before_count": ("deadline-heap-interleaved", "q.reclaim_expired(): returned 0; the model says 1"),
+    "drain_keeps_list": ("dead-letters-drained-copied", "the list drain_dead_letters() returned lists ['d'] after the queue dead-lettered 'd': it is the queue's own list"),
+    "drain_torn": ("drain-concurrent", "dead letter(s) never drained"),
+    "lease_id_bool": ("lease-id-not-int", "ack(a copy of the live lease with lease_id=True (a bool, == 1), which no queue mints: docs/API.md, a TypeError) returned True"),
+    "lease_default_timeout": ("lease-fields", "a lease of a queue made with visibility_timeout=7.3125 carries visibility_timeout Timeout(seconds=30.0)"),
+    "reclaimer_interval_zero": ("durations-not-positive", "start_reclaimer(0) returned None"),
+    "put_poll_zero": ("durations-not-positive", "put_blocks_until_below(ref, poll_interval=0) returned None"),
+    "dead_letter_reason_any": ("dead-letter-reason", "dead_letter(lease, 42) returned True; docs/API.md says it raises ('invalid')"),
+    "uri_scheme_only": ("foreign-uri-same-scheme", "put(ref of 'mem://conformance-elsewhere') (put of a ref for another store URI"),
+    "lease_json_no_bytes": ("json-round-trip", "type(lease).from_json(lease.to_json().encode()) raised TypeError"),
+    "lease_json_ms_deadline": ("json-round-trip", "differs field by field: deadline is 107.312, not 107.3126234"),
+    "dead_letters_cap_100": ("dead-letters-kept", "after 300 dead letters on a queue made with the default dead_letter_limit (docs/API.md: 10,000), dead_letters() lists 100 (200 missing"),
+    "put_duplicate_race": ("put-duplicate-concurrent", "4 threads put("),
+    "orphan_limit": ("orphans-collected", "store.scrub of the orphan 'o3' (the 4th collected, 18 bytes) returned True, but health() went from 360 bytes in 11 samples to 360 in 11"),
 }
 
 # Mutants whose rejection repeats what another mutant's shows (the same check of the

@@ -3,6 +3,7 @@ mutant made for it, and is listed as not run where a capability rules it out."""
 
 import pytest
 
+from conformance.mutants import CAUGHT_BY, NAMED_CHECK, REPEATS
 from refqueue.conformance import load_backend
 from refqueue.conformance.calls import CHECKS, ScrubSwitch, check_calls
 from refqueue.conformance.samples import STORE_META, default_store, sample_tensors
@@ -29,33 +30,16 @@ def test_correct_backends_pass_every_call(target, not_run):
     assert list(report.checks) == [c for c in CHECKS if c not in not_run] and report.not_run == not_run
 
 
+# Each call mutant is rejected by its named check (NAMED_CHECK), saying what it says: in the
+# default run conformance/test_mutants.py shows it for each mutant it certifies there (the calls
+# phase's fail-fast short pass, which must stop at the same check with the same words); here,
+# straight through check_calls, only the mutants that file leaves to the slow run (REPEATS).
 @pytest.mark.parametrize(
     "mutant, check, says",
     [
-        ("json_drops_redelivery", "json-round-trip", "redelivery_count is 0, not 1"),
-        ("same_epoch", "two-queues-one-store", "share the epoch 'queue'"),
-        ("ack_before_scrub", "scrub-fails", "outstanding_count() is 0, expected 1"),
-        ("deadline_heap_1000", "deadline-soak", "q.reclaim_expired(): returned"),
-        ("epoch_empty_accepted", "lease-epoch-empty", "returned True; docs/API.md says it raises ('foreign')"),
-        ("lease_ids_from_0", "lease-ids-from-1", "the first lease of a fresh queue has lease_id 0; docs/API.md: a queue mints lease ids as ints counting up from 1"),
-        ("lease_id_negative_stale", "lease-id-below-1", "ack(a copy of the live lease with lease_id=0, which no queue mints) returned False; docs/API.md says it raises ('invalid')"),
-        ("dead_letters_own_list", "dead-letters-copied", "a caller appended to and cleared the list dead_letters() returned, and then dead_letters() returned []: it gave out the queue's own list; it must return a copy"),
-        ("extend_unbounded", "durations-above-max", "extend(lease, 1e+300) returned True; docs/API.md: every duration is at most threading.TIMEOUT_MAX"),
-        ("callback_health_at_delivery", "callback-own-health", "on_pause received (resident_bytes=36, capacity_bytes=None, sample_count=2, high_watermark_hit=False, low_watermark_hit=False) but the step of put_blocks_until_below('p1', abort_when=lambda: True) read (resident_bytes=90,"),
-        ("deadline_settle_before_count", "deadline-heap-interleaved", "q.reclaim_expired(): returned 0; the model says 1"),
-        ("drain_keeps_list", "dead-letters-drained-copied", "the list drain_dead_letters() returned lists ['d'] after the queue dead-lettered 'd': it is the queue's own list"),
-        ("drain_torn", "drain-concurrent", "dead letter(s) never drained"),
-        ("lease_id_bool", "lease-id-not-int", "ack(a copy of the live lease with lease_id=True (a bool, == 1), which no queue mints: docs/API.md, a TypeError) returned True"),
-        ("lease_default_timeout", "lease-fields", "a lease of a queue made with visibility_timeout=7.3125 carries visibility_timeout Timeout(seconds=30.0)"),
-        ("reclaimer_interval_zero", "durations-not-positive", "start_reclaimer(0) returned None"),
-        ("put_poll_zero", "durations-not-positive", "put_blocks_until_below(ref, poll_interval=0) returned None"),
-        ("dead_letter_reason_any", "dead-letter-reason", "dead_letter(lease, 42) returned True; docs/API.md says it raises ('invalid')"),
-        ("uri_scheme_only", "foreign-uri-same-scheme", "put(ref of 'mem://conformance-elsewhere') (put of a ref for another store URI"),
-        ("lease_json_no_bytes", "json-round-trip", "type(lease).from_json(lease.to_json().encode()) raised TypeError"),
-        ("lease_json_ms_deadline", "json-round-trip", "differs field by field: deadline is 107.312, not 107.3126234"),
-        ("dead_letters_cap_100", "dead-letters-kept", "after 300 dead letters on a queue made with the default dead_letter_limit (docs/API.md: 10,000), dead_letters() lists 100 (200 missing"),
-        ("put_duplicate_race", "put-duplicate-concurrent", "4 threads put("),
-        ("orphan_limit", "orphans-collected", "store.scrub of the orphan 'o3' (the 4th collected, 18 bytes) returned True, but health() went from 360 bytes in 11 samples to 360 in 11"),
+        pytest.param(m, check, says, marks=() if m in REPEATS else pytest.mark.slow, id=m)
+        for m, (check, says) in NAMED_CHECK.items()
+        if CAUGHT_BY[m] == "calls"
     ],
 )
 def test_each_call_mutant_is_caught_by_its_check(mutant, check, says):
