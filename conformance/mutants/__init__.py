@@ -12,6 +12,9 @@ each and writes the table of how many steps each took to be caught.
 whole ci certification (measured with ``python -m conformance.mutants``): the
 test suite certifies each mutant with that phase alone, and the tests marked
 slow with every phase, checking that the whole run stops in that phase.
+``NAMED_CHECK`` names, for the mutants of the blocking and calls phases, the
+check that rejects each and a part of what it says; ``REPEATS`` the mutants
+whose rejection repeats another's (the tests certify them under the slow mark).
 """
 
 from pathlib import Path
