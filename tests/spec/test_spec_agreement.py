@@ -8,12 +8,14 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from refqueue.model.explorer import build_graph
 from refqueue.model.actions import lease_state
 from refqueue.model.state import ModelLease, Rec, State, lease_epoch
 from refqueue.model.world import Consumer, Node, initial_node, make_world
-from refqueue.spec_check.agreement import AgreementError, check, compare, node_of, read_dot
+from refqueue.spec_check.agreement import AgreementError, _unescape_dot, check, compare, node_of, read_dot
 from refqueue.spec_check.manifest import mismatches
 from refqueue.spec_check.values import parse_state
 
@@ -90,6 +92,13 @@ def _dot(tmp_path: Path, body: str) -> Path:
 
 def _unescape(label: str) -> str:
     return label.replace(r"\n", "\n").replace("\\\\", "\\")
+
+
+@given(st.text(alphabet="\\n\"a/ ", max_size=40))
+def test_dot_labels_are_unescaped_as_an_escape_at_a_time_reads_them(label):
+    # the reference: each backslash and the character after it, left to right
+    reference = re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), label)
+    assert _unescape_dot(label) == reference
 
 
 def test_initial_state_maps_to_the_models_initial_node():

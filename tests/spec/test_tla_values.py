@@ -2,7 +2,7 @@
 
 import pytest
 
-from refqueue.spec_check.values import ModelValue, TlaValueError, parse_state, parse_value
+from refqueue.spec_check.values import ModelValue, TlaValueError, _variables, parse_state, parse_value
 
 
 @pytest.mark.parametrize(
@@ -76,6 +76,14 @@ def test_state_cache_returns_equal_values():
 def test_malformed_values_are_rejected(text, message):
     with pytest.raises(TlaValueError, match=message):
         parse_value(text)
+
+
+def test_a_line_that_starts_like_a_variable_but_names_none_belongs_to_the_value_before_it():
+    # (a state is split at its line starts; only "/\\ name = " starts a variable)
+    assert _variables("/\\ a = <<1,\n/\\ 2>>\n/\\ b = 3") == [("a", "<<1,\n/\\ 2>>"), ("b", "3")]
+    assert parse_state("/\\ a = <<1, 2>>\n/\\ b = 3\n") == {"a": (1, 2), "b": 3}
+    with pytest.raises(TlaValueError, match=r"^expected '/\\ var = value' lines, got '/\\\\ 1 = 2'$"):
+        parse_state("/\\ 1 = 2")
 
 
 def test_malformed_state_is_rejected():

@@ -79,14 +79,32 @@ class DotGraph:
     edges: list[tuple[str, str, str]]  # (source fp, action name, target fp)
 
 
-_NODE_LINE = re.compile(r'^(-?\d+) \[label="((?:[^"\\]|\\.)*)"(,style = filled)?\];?$')
+# (possessive: a label of a thousand characters is read run by run, not character by character)
+_NODE_LINE = re.compile(r'^(-?\d+) \[label="((?:[^"\\]++|\\.)*+)"(,style = filled)?\];?$')
 _EDGE_LINE = re.compile(r'^(-?\d+) -> (-?\d+) \[label="([A-Za-z_][A-Za-z0-9_]*)"[^\]]*\];$')
 _DOT_ESCAPE = re.compile(r"\\(.)")
 _IGNORED = re.compile(r"^(strict digraph|digraph|subgraph|nodesep|color|rankdir|node \[|edge \[|\}|\{|$)")
 
 
 def _unescape_dot(label: str) -> str:
-    return _DOT_ESCAPE.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), label)
+    """The label's text: ``\\n`` a newline, a backslash before any other character that character."""
+    if "\\" not in label:
+        return label
+    # Escapes are read left to right, two characters each, so the escaped
+    # backslashes are the pairs str.split finds; what lies between them holds
+    # TLC's newlines and quotes, and rarely anything else.
+    parts = label.split("\\\\")
+    for i, part in enumerate(parts):
+        if "\\" in part:
+            part = part.replace("\\n", "\n").replace('\\"', '"')
+            if "\\" in part:
+                part = _DOT_ESCAPE.sub(_escaped, part)
+            parts[i] = part
+    return "\\".join(parts)
+
+
+def _escaped(m: re.Match[str]) -> str:
+    return "\n" if m.group(1) == "n" else m.group(1)
 
 
 def read_dot(path: str | Path) -> DotGraph:
@@ -428,9 +446,15 @@ def compare(world: World, dot: DotGraph, graph: StateGraph | None = None) -> Agr
         )
     if graph is None:
         graph = build_graph(world)
-    # Map every TLC state; two states mapping to one node means the mapping lost a difference.
-    node_by_fp: dict[str, Node] = {}
+    # Map every TLC state; two states mapping to one node means the mapping lost a
+    # difference.  Each node is then named by an int: its index in the Python graph,
+    # or, for a state Python never reaches, -1, -2, ... (``extra``), so that the
+    # transitions are compared as ints and not as nodes (each comparison of two equal
+    # nodes built apart compares their states field by field).
     fp_by_node: dict[Node, str] = {}
+    id_by_fp: dict[str, int] = {}
+    extra: list[Node] = []
+    index = graph.index
     cache: dict[str, object] = {}
     for fp, label in dot.labels.items():
         try:
@@ -443,33 +467,41 @@ def compare(world: World, dot: DotGraph, graph: StateGraph | None = None) -> Agr
                 f"TLC states {other} and {fp} both map to the model node {_describe(node)}; "
                 f"the mapping drops a variable the spec distinguishes"
             )
-        node_by_fp[fp] = node
-    tlc_out: dict[Node, set[tuple[str, Node]]] = {}
+        k = index.get(node)
+        if k is None:
+            extra.append(node)
+            k = -len(extra)
+        id_by_fp[fp] = k
+
+    def node_at(k: int) -> Node:
+        return graph.nodes[k] if k >= 0 else extra[-1 - k]
+
+    tlc_out: dict[int, set[tuple[str, int]]] = {}
     tlc_transitions = 0
     for src, action, dst in dot.edges:
         if src == dst:
             continue
-        edge = (action, node_by_fp[dst])
-        bucket = tlc_out.setdefault(node_by_fp[src], set())
+        edge = (action, id_by_fp[dst])
+        bucket = tlc_out.setdefault(id_by_fp[src], set())
         if edge not in bucket:
             bucket.add(edge)
             tlc_transitions += 1
 
-    py_out: dict[int, dict[tuple[str, Node], str]] = {}
+    py_out: dict[int, dict[tuple[str, int], str]] = {}
     py_transitions = 0
     for src, action, arg, dst, value in graph.edges:
         if src == dst:
             continue
         bucket2 = py_out.setdefault(src, {})
         label = spec_label(action, value)
-        key = (label, graph.nodes[dst])
+        key = (label, dst)
         if key not in bucket2:
             bucket2[key] = label if arg is None else f"{label}({arg})"
             py_transitions += 1
 
-    result = AgreementResult(True, len(graph.nodes), py_transitions, len(node_by_fp), tlc_transitions)
+    result = AgreementResult(True, len(graph.nodes), py_transitions, len(id_by_fp), tlc_transitions)
     root = initial_node(world)
-    tlc_initial = [node_by_fp[fp] for fp in dot.initial]
+    tlc_initial = [node_at(id_by_fp[fp]) for fp in dot.initial]
     if tlc_initial != [root]:
         result.ok = False
         result.message = "the initial states differ"
@@ -478,14 +510,18 @@ def compare(world: World, dot: DotGraph, graph: StateGraph | None = None) -> Agr
 
     # Breadth-first over the Python graph: the first node whose outgoing
     # transitions differ is one of the nearest to the initial state.
+    reached = set(id_by_fp.values())
+    no_edges: set[tuple[str, int]] = set()
     for k, node in enumerate(graph.nodes):
         mine = py_out.get(k, {})
-        theirs = tlc_out.get(node, set())
-        if node not in fp_by_node:
+        theirs = tlc_out.get(k, no_edges)
+        if k not in reached:
             only_tlc: Iterable = ()
             only_py = list(mine)
             missing_node = True
         else:
+            if len(mine) == len(theirs) and theirs.issuperset(mine):
+                continue
             only_py = [e for e in mine if e not in theirs]
             only_tlc = [e for e in theirs if e not in mine]
             missing_node = False
@@ -500,17 +536,16 @@ def compare(world: World, dot: DotGraph, graph: StateGraph | None = None) -> Agr
         if missing_node:
             details.append("TLC never reaches this state")
         for action, dst in sorted(only_py, key=lambda e: mine[e]):
-            details.append(f"only Python: {mine[(action, dst)]}: {_changes(node, dst)}")
-        for action, dst in sorted(only_tlc, key=lambda e: (e[0], _describe(e[1]))):
-            details.append(f"only TLC:    {action}: {_changes(node, dst)}")
+            details.append(f"only Python: {mine[(action, dst)]}: {_changes(node, graph.nodes[dst])}")
+        for action, dst in sorted(only_tlc, key=lambda e: (e[0], _describe(node_at(e[1])))):
+            details.append(f"only TLC:    {action}: {_changes(node, node_at(dst))}")
         result.details = details
         return result
 
-    if len(node_by_fp) != len(graph.nodes):  # unreachable when every edge agrees; kept as a guard
+    if len(id_by_fp) != len(graph.nodes):  # unreachable when every edge agrees; kept as a guard
         result.ok = False
-        extra = next(n for n in fp_by_node if n not in graph.index)
-        result.message = f"TLC has {len(node_by_fp)} states, Python {len(graph.nodes)}"
-        result.details = [f"a TLC state Python never reaches: {_describe(extra)}"]
+        result.message = f"TLC has {len(id_by_fp)} states, Python {len(graph.nodes)}"
+        result.details = [f"a TLC state Python never reaches: {_describe(extra[0])}"]
     return result
 
 

@@ -52,7 +52,7 @@ _TOKEN = re.compile(
 )
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "f": "\f"}
 _MISSING = object()
-_STATE_VAR = re.compile(r"^/\\ ([A-Za-z_][A-Za-z0-9_]*) = ", re.MULTILINE)
+_VAR_HEAD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*) = ")
 
 
 def _unescape(body: str, text: str) -> str:
@@ -226,6 +226,28 @@ def parse_value(text: str) -> object:
     return value
 
 
+def _variables(stripped: str) -> list[tuple[str, str]]:
+    """(name, printed value) of each variable of a state, in order: each line
+    that starts with ``/\\ name = `` starts one (found by splitting at the line
+    starts, not by a pattern tried at every character); a line that starts
+    with ``/\\ `` but names no variable belongs to the value before it."""
+    out: list[tuple[str, str]] = []
+    chunks = stripped.split("\n/\\ ")
+    for k, chunk in enumerate(chunks):
+        if k == 0:
+            m = _VAR_HEAD.match(chunk, 3) if chunk.startswith("/\\ ") else None
+        else:
+            m = _VAR_HEAD.match(chunk)
+        if m is not None:
+            out.append((m.group(1), chunk[m.end():]))
+        elif out:
+            name, value = out[-1]
+            out[-1] = (name, value + "\n/\\ " + chunk)
+        else:
+            raise TlaValueError(f"expected '/\\ var = value' lines, got {_clip(stripped)!r}")
+    return out
+
+
 def parse_state(text: str, cache: dict[str, object] | None = None) -> dict[str, object]:
     """A state as TLC prints it: ``/\\ var = value`` for each variable (or a
     bare ``var = value`` when the spec has only one).
@@ -241,16 +263,10 @@ def parse_state(text: str, cache: dict[str, object] | None = None) -> dict[str, 
         if m is None:
             raise TlaValueError(f"expected '/\\ var = value' lines, got {_clip(stripped)!r}")
         return {m.group(1): parse_value(stripped[m.end():])}
-    marks = list(_STATE_VAR.finditer(stripped))
-    if not marks or marks[0].start() != 0:
-        raise TlaValueError(f"expected '/\\ var = value' lines, got {_clip(stripped)!r}")
     state: dict[str, object] = {}
-    for k, m in enumerate(marks):
-        name = m.group(1)
-        stop = marks[k + 1].start() if k + 1 < len(marks) else len(stripped)
+    for name, piece in _variables(stripped):
         if name in state:
             raise TlaValueError(f"variable {name!r} appears twice in {_clip(stripped)!r}")
-        piece = stripped[m.end():stop]
         if cache is None:
             state[name] = parse_value(piece)
             continue
