@@ -3,17 +3,15 @@ conformance kit, one test per phase of ``refqueue certify``'s ci profile."""
 
 import pytest
 
+from conformance.wakeup_report import assert_reports_each_wakeups_distribution_and_the_escape
 from refqueue.conformance.blocking import CHECKS as BLOCKING_CHECKS
-from refqueue.conformance.blocking import DEFAULT_TRIALS, NAMED_CHECKS, Wakeup
 from refqueue.conformance.certify import PHASES, certify
-from refqueue.conformance.cli import DEFAULT_BACKEND, summary
+from refqueue.conformance.cli import DEFAULT_BACKEND
 from refqueue.conformance.contract import load_backend
 from refqueue.conformance.coverage import SITUATIONS
 from refqueue.conformance.walks import KIT_WORLDS, Coverage, cover, kit_world
 
 pytestmark = pytest.mark.torch
-
-RANDOMISED = [c.name for c in NAMED_CHECKS if isinstance(c, Wakeup) and c.randomised]
 
 
 @pytest.mark.parametrize("phase", PHASES)
@@ -54,31 +52,8 @@ def test_inprocess_queue_conforms(phase):
         blocking = cert.phases["blocking"]
         assert list(blocking["checks"]) == list(BLOCKING_CHECKS) and blocking["not_run"] == {}
         assert blocking["slowest_wake_s"] <= blocking["bound_s"] == 0.05
-        _reports_each_wakeups_distribution_and_the_escape(cert)
-
-
-def _reports_each_wakeups_distribution_and_the_escape(cert):
-    """What the blocking phase's certificate says of each randomised wakeup (the timing model),
-    in its JSON, its markdown and what ``refqueue certify`` prints (the same assertions on the
-    base backend, seed 5: tests/conformance/test_conformance_blocking.py, marked slow)."""
-    phase = cert.phases["blocking"]
-    assert set(RANDOMISED) <= set(phase["wake_latency_s"])
-    for name in RANDOMISED:
-        dist = phase["wake_latency_s"][name]
-        assert dist["n"] >= DEFAULT_TRIALS and dist["p50"] <= dist["p99"] <= dist["max"] <= 0.05, (name, dist)
-        assert phase["trials"][name] == DEFAULT_TRIALS
-    timing = phase["timing"]
-    assert timing["seed"] == cert.seed and timing["offset_span_s"] == 0.2 and timing["trials_per_check"] == DEFAULT_TRIALS
-    assert timing["waking_calls"] == {"acquire": 8 * DEFAULT_TRIALS, "put_blocks_until_below": 4 * DEFAULT_TRIALS}
-    assert timing["escape"]["acquire"]["0.06 s"] == pytest.approx(0.85**48, rel=1e-2)
-    assert timing["escape_per_call"] == {"0.06 s": 0.85, "0.1 s": 0.5, "0.2 s": 0.25}
-    markdown = cert.to_markdown()
-    assert "## Wakeups (blocking, bound 0.05 s)" in markdown
-    assert "| acquire-woken-by-put | 6 | 6 |" in markdown
-    assert "escapes all 48 waking calls with probability at most P = 0.06 s: 0.000409" in markdown
-    out = summary(cert, {})  # what refqueue certify prints
-    assert "acquire-woken-by-put       " in out and " 6 trials, 6 wakeups: p50 " in out and ", max " in out
-    assert "acquire polling every P, never woken, escapes its 48 waking calls: P 0.06 s: 0.000409" in out
+        # (the same on the base backend with seed 5: tests/conformance/test_conformance_blocking.py, slow)
+        assert_reports_each_wakeups_distribution_and_the_escape(cert)
 
 
 # Every transition of each kit world (issue 14), one test per world so that

@@ -9,11 +9,11 @@ import pytest
 
 from conformance.mutants import CAUGHT_BY, NAMED_CHECK, REPEATS
 from conformance.mutants._base import BaseQueue, _Entry, factory
+from conformance.wakeup_report import RANDOMISED, assert_reports_each_wakeups_distribution_and_the_escape
 from refqueue.cli import main
 from refqueue.conformance import Capabilities, backend_of
-from refqueue.conformance.blocking import ATTEMPTS, CHECKS, DEFAULT_TRIALS, NAMED_CHECKS, Wakeup, check_blocking
+from refqueue.conformance.blocking import ATTEMPTS, CHECKS, DEFAULT_TRIALS, NAMED_CHECKS, check_blocking
 from refqueue.conformance.certify import PROFILES, certify
-from refqueue.conformance.cli import summary
 from refqueue.conformance.timing import SPAN, Offsets, distribution, escape, escape_per_call
 
 pytestmark = pytest.mark.torch
@@ -163,7 +163,6 @@ def test_the_cli_refuses_a_bad_wake_bound(capsys):
 
 # -- the timing model: waking calls at random offsets ---------------------------------------
 
-RANDOMISED = [c.name for c in NAMED_CHECKS if isinstance(c, Wakeup) and c.randomised]
 ACQUIRE_WAKEUPS = [name for name in RANDOMISED if name.startswith("acquire-")]
 
 
@@ -240,25 +239,8 @@ def test_the_escape_probability_matches_a_simulated_poller():
 def test_the_certificate_reports_each_wakeups_distribution_and_the_escape():
     cert = certify(BASE, phases=("blocking",), seed=5)
     assert cert.passed, cert.failure
-    phase = cert.phases["blocking"]
-    assert set(RANDOMISED) <= set(phase["wake_latency_s"])
-    for name in RANDOMISED:
-        dist = phase["wake_latency_s"][name]
-        assert dist["n"] >= DEFAULT_TRIALS and dist["p50"] <= dist["p99"] <= dist["max"] <= 0.05, (name, dist)
-        assert phase["trials"][name] == DEFAULT_TRIALS
-    timing = phase["timing"]
-    assert timing["seed"] == 5 and timing["offset_span_s"] == 0.2 and timing["trials_per_check"] == DEFAULT_TRIALS
-    assert timing["waking_calls"] == {"acquire": 8 * DEFAULT_TRIALS, "put_blocks_until_below": 4 * DEFAULT_TRIALS}
-    assert timing["escape"]["acquire"]["0.06 s"] == pytest.approx(0.85**48, rel=1e-2)
-    assert timing["escape_per_call"] == {"0.06 s": 0.85, "0.1 s": 0.5, "0.2 s": 0.25}
-    markdown = cert.to_markdown()
-    assert "## Wakeups (blocking, bound 0.05 s)" in markdown
-    assert "| acquire-woken-by-put | 6 | 6 |" in markdown
-    assert "escapes all 48 waking calls with probability at most P = 0.06 s: 0.000409" in markdown
-    out = summary(cert, {})  # what refqueue certify prints (the command itself: the test above)
-    assert "acquire-woken-by-put       " in out and " 6 trials, 6 wakeups: p50 " in out and ", max " in out
-    assert "acquire polling every P, never woken, escapes its 48 waking calls: P 0.06 s: 0.000409" in out
-
+    assert cert.seed == 5 and cert.phases["blocking"]["timing"]["seed"] == 5
+    assert_reports_each_wakeups_distribution_and_the_escape(cert)
 
 def test_a_polling_failure_replays_with_its_seed_and_offsets():
     cert = certify("conformance.mutants.acquire_polls_200ms:make", phases=("blocking",), seed=3)
