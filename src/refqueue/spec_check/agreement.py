@@ -520,8 +520,6 @@ def compare(world: World, dot: DotGraph, graph: StateGraph | None = None) -> Agr
             only_py = list(mine)
             missing_node = True
         else:
-            if len(mine) == len(theirs) and theirs.issuperset(mine):
-                continue
             only_py = [e for e in mine if e not in theirs]
             only_tlc = [e for e in theirs if e not in mine]
             missing_node = False
