@@ -15,15 +15,35 @@ from refqueue.conformance.cli import summary
 RANDOMISED = [c.name for c in NAMED_CHECKS if isinstance(c, Wakeup) and c.randomised]
 
 
+def assert_late_wakeups_were_measured_again(cert) -> None:
+    """A passing blocking phase may list wakeups later than its bound (a
+    preempted thread on a loaded machine): each is an attempt the kit measured
+    again, so a check's late latencies are its attempts beyond one per trial,
+    and a check with none late woke every call within the bound."""
+    phase = cert.phases["blocking"]
+    bound = phase["bound_s"]
+    measured_again = 0
+    for name, latencies in phase["latencies_s"].items():  # one per attempt
+        again = len(latencies) - phase["trials"].get(name, 1)
+        # (latencies are rounded to 0.1 ms: one of exactly the bound may be either)
+        assert sum(t > bound for t in latencies) <= again <= sum(t >= bound for t in latencies), (name, latencies)
+        if again == 0 and phase["wake_latency_s"].get(name, {}).get("n"):
+            assert phase["wake_latency_s"][name]["max"] <= bound, (name, phase["wake_latency_s"][name])
+        measured_again += again
+    if measured_again == 0:
+        assert phase["slowest_wake_s"] <= bound
+
+
 def assert_reports_each_wakeups_distribution_and_the_escape(cert) -> None:
     """Each randomised wakeup's distribution, the timing model's seed, span,
     waking calls and escape probabilities, in the certificate's JSON, its
     markdown and what ``refqueue certify`` prints."""
     phase = cert.phases["blocking"]
+    assert_late_wakeups_were_measured_again(cert)
     assert set(RANDOMISED) <= set(phase["wake_latency_s"])
     for name in RANDOMISED:
         dist = phase["wake_latency_s"][name]
-        assert dist["n"] >= DEFAULT_TRIALS and dist["p50"] <= dist["p99"] <= dist["max"] <= 0.05, (name, dist)
+        assert dist["n"] >= DEFAULT_TRIALS and dist["p50"] <= dist["p99"] <= dist["max"], (name, dist)
         assert phase["trials"][name] == DEFAULT_TRIALS
     timing = phase["timing"]
     assert timing["seed"] == cert.seed and timing["offset_span_s"] == 0.2 and timing["trials_per_check"] == DEFAULT_TRIALS
@@ -32,8 +52,9 @@ def assert_reports_each_wakeups_distribution_and_the_escape(cert) -> None:
     assert timing["escape_per_call"] == {"0.06 s": 0.85, "0.1 s": 0.5, "0.2 s": 0.25}
     markdown = cert.to_markdown()
     assert "## Wakeups (blocking, bound 0.05 s)" in markdown
-    assert "| acquire-woken-by-put | 6 | 6 |" in markdown
+    wakeups = phase["wake_latency_s"]["acquire-woken-by-put"]["n"]  # 6, and one more per attempt measured again
+    assert f"| acquire-woken-by-put | 6 | {wakeups} |" in markdown
     assert "escapes all 48 waking calls with probability at most P = 0.06 s: 0.000409" in markdown
     out = summary(cert, {})  # what refqueue certify prints
-    assert "acquire-woken-by-put       " in out and " 6 trials, 6 wakeups: p50 " in out and ", max " in out
+    assert "acquire-woken-by-put       " in out and f" 6 trials, {wakeups} wakeups: p50 " in out and ", max " in out
     assert "acquire polling every P, never woken, escapes its 48 waking calls: P 0.06 s: 0.000409" in out
