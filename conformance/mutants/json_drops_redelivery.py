@@ -5,7 +5,6 @@ copy check with ``==`` cannot see it; a comparison field by field does."""
 import json
 
 from conformance.mutants._base import BaseQueue, Lease, factory
-from refqueue.refs import SampleRef
 
 
 class ThinLease(Lease):

@@ -1,7 +1,6 @@
 """Mutant: ``put_blocks_until_below(ref, poll_interval=0)`` is accepted and steps
 in a busy loop, holding the lock in turn with every other caller (docs/API.md:
 ValueError for an interval that is not > 0)."""
-import math
 
 from conformance.mutants._base import BaseQueue, factory
 

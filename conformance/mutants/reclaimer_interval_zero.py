@@ -1,7 +1,6 @@
 """Mutant: ``start_reclaimer(interval)`` refuses only negative intervals; ``0``
 starts a reclaimer that spins a core reclaiming in a tight loop (docs/API.md:
 ValueError for an interval that is not finite and > 0)."""
-import math
 import threading
 
 from conformance.mutants._base import BaseQueue, _check_seconds, factory

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from refqueue.cli import main
-from refqueue.conformance import Capabilities, backend_of
+from refqueue.conformance import backend_of
 from refqueue.conformance.certify import certify, order
 from refqueue.conformance.contract import load_backend
 from refqueue.conformance.parallel import Workers, spec_of

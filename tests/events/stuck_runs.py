@@ -150,7 +150,7 @@ def _heartbeat_holder(run: Run, commands: channels.Queue, replies: channels.Queu
     def body() -> None:
         lease = run.queue.acquire(poll_interval=GUARD_S)
         replies.put(lease.ref.sample_id if lease is not None else None)
-        while (command := commands.get(timeout=GUARD_S)) == "beat":
+        while commands.get(timeout=GUARD_S) == "beat":
             replies.put(run.queue.extend(lease))
 
     return body

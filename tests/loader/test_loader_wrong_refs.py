@@ -18,7 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from loader_helpers import GUARD_S, SCHEMA, ManualClock, exact, make_queue, put_sample, sample_tensors  # noqa: E402
+from loader_helpers import GUARD_S, SCHEMA, ManualClock, make_queue, put_sample, sample_tensors  # noqa: E402
 
 from refqueue.errors import SchemaMismatch  # noqa: E402
 from refqueue.loader import FeatureDataLoader, LoaderStats  # noqa: E402

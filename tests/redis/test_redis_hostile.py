@@ -364,7 +364,7 @@ def test_a_url_naming_something_that_is_not_redis_says_so(what, password, queue_
     finally:
         fake.close()
     message = str(raised.value)
-    assert message.startswith(f"RedisSampleRefQueue(): ") and f"127.0.0.1:{fake.port}" in message, message
+    assert message.startswith("RedisSampleRefQueue(): ") and f"127.0.0.1:{fake.port}" in message, message
     assert "Redis" in message and "that the URL names a Redis 7 server" in message, message
     assert SECRET not in message
 

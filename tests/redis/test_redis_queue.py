@@ -12,7 +12,7 @@ import pytest
 from refqueue.backends.redis import RedisSampleRefQueue, RedisUnavailable, redacted
 from refqueue.clock import ManualClock
 from refqueue.errors import DuplicateSample, ForeignLease, QueueClosed, ReplayedSample
-from refqueue.queue import Lease, VisibilityTimeout
+from refqueue.queue import Lease
 
 from redis_helpers import queue, ref, store
 

@@ -118,7 +118,7 @@ from refqueue._checks import (
     check_seconds,
     describe,
 )
-from refqueue._leases import MAX_DELIVERIES_REASON, DeadLetter, Lease, VisibilityTimeout, mint_lease
+from refqueue._leases import DeadLetter, Lease, VisibilityTimeout, mint_lease
 from refqueue._reclaimer import Reclaimer, reclaimer_gauges
 from refqueue.backends._redis_gate import Gate
 from refqueue.backends._redis_scripts import CORRUPT, KEYS, LOST, PRELUDE, READS, SCRIPTS, source
