@@ -209,7 +209,7 @@ class QueueReplay:
         )
         self.finished = 0
 
-    def _after_finish(self, sample_id: str, before_completed: tuple[str, ...]) -> None:
+    def _after_finish(self) -> None:
         """Count a finished sample; compact once they are a quarter of ids
         (amortised O(1) per finish, and ids stays O(live samples))."""
         self.finished += 1
@@ -366,7 +366,6 @@ class QueueReplay:
             problem = self._finish_scrub(lease.sample_id, live)
             if problem is not None:
                 return problem
-        completed = self.state.completed
         if reason is None:
             out = A.ack(self.cfg, self.state, lease)
         else:
@@ -377,7 +376,7 @@ class QueueReplay:
             return self._live_mismatch(call, lease, live, out.value)
         if live:
             self.state = out.state
-            self._after_finish(lease.sample_id, completed)
+            self._after_finish()
         return None
 
     def _fail(self, record: dict[str, Any]) -> str | None:
@@ -385,7 +384,6 @@ class QueueReplay:
         if isinstance(lease, str):
             return lease
         live = record["live"]
-        completed = self.state.completed
         out = A.fail(self.cfg, self.state, lease)
         if out.value != live:
             return self._live_mismatch("fail", lease, live, out.value)
@@ -405,7 +403,7 @@ class QueueReplay:
             self.redeliveries += 1
         self.state = out.state
         if model_dead:
-            self._after_finish(lease.sample_id, completed)
+            self._after_finish()
         return None
 
     def _dead_letter(self, record: dict[str, Any]) -> str | None:
@@ -459,7 +457,6 @@ class QueueReplay:
             if samples != expected:
                 return (f"reclaim at t={state.now!r} took back {samples}; the model takes back {expected} "
                         f"(every lease with deadline <= now, by deadline, ties by sample id)")
-        completed = state.completed
         out = A.reclaim_expired(self.cfg, state)
         dead = [s for s in samples if (r := A.rec_of(out.state, s)) is not None and r.status == DEAD]
         if "samples" in record and dead != list(record.get("dead") or ()):
@@ -472,7 +469,7 @@ class QueueReplay:
         self.redeliveries += len(samples) - len(dead)
         self.dead += len(dead)
         for sample in dead:
-            self._after_finish(sample, completed)
+            self._after_finish()
         return None
 
     def _close(self, record: dict[str, Any]) -> str | None:
