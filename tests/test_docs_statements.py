@@ -20,6 +20,7 @@ TIES = (
     "`sample_id`, one of the orders the kit accepts."
 )
 GONE = ("`resident − parked_bytes`", "parked_bytes)` (D8", "ties by `sample_id`")
+NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 
 
 def _text(name):
@@ -62,3 +63,13 @@ def test_certifying_counts_the_checks_of_each_phase_made_of_checks():
         counts = re.findall(rf"\| `{phase}` \| (\d+) checks ", text)
         assert counts in ([], [str(len(module.CHECKS))]), (phase, counts, len(module.CHECKS))
     assert re.findall(r"\| `calls` \| (\d+) checks ", text) == [str(len(calls.CHECKS))]
+
+
+def test_the_readme_counts_the_agreement_worlds_there_are():
+    # the README said the agreement ran "at three sizes" when the manifest had six; the count comes from it
+    from refqueue.spec_check.manifest import load_manifest
+
+    worlds = sum(entry.agreement is not None for entry in load_manifest(ROOT / "spec"))
+    said = f"compared with the explorer's in each config with an `agreement` entry ({NUMBERS[worlds]} worlds)"
+    assert said in _text("README.md")
+

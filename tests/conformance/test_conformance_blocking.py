@@ -242,6 +242,7 @@ def test_the_certificate_reports_each_wakeups_distribution_and_the_escape():
     assert cert.seed == 5 and cert.phases["blocking"]["timing"]["seed"] == 5
     assert_reports_each_wakeups_distribution_and_the_escape(cert)
 
+
 def test_a_polling_failure_replays_with_its_seed_and_offsets():
     cert = certify("conformance.mutants.acquire_polls_200ms:make", phases=("blocking",), seed=3)
     assert not cert.passed and cert.failure["check"] in ACQUIRE_WAKEUPS
