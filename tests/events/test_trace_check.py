@@ -12,7 +12,7 @@ from events_helpers import ROOT, recorded_queue, refs
 from refqueue._bench_queue import CounterStore
 from refqueue.clock import ManualClock
 from refqueue.events import EventLog, RecordedBackend, RingSink
-from refqueue.queue import SampleRefQueue
+from refqueue.queue import SampleRefQueue, VisibilityTimeout
 from refqueue.trace_check import BadTrace, Monitor, TraceViolation, check_records
 
 REFQUEUE = [sys.executable, "-m", "refqueue.cli"]
@@ -262,3 +262,60 @@ def test_a_record_missing_a_field_is_bad_input_not_a_violation(tmp_path):
     assert proc.returncode == 2 and "seq=2 ev='put' has no 'sample' field" in proc.stderr
     with pytest.raises(BadTrace, match="queue 1 has no open record"):
         check_records([{"ev": "put", "q": 1, "seq": 1, "pid": 1, "sample": "s"}])
+
+
+@pytest.mark.parametrize("ev", [None, "nope", ["put"], {"ev": "put"}])
+def test_an_event_name_that_is_not_one_is_bad_input_of_the_queue_or_its_store(ev):
+    # a list or a dict is not even hashable: still the checker's BadTrace, not a TypeError
+    open_ = {"ev": "open", "q": 1, "t": 0, "epoch": "e", "visibility_timeout": 1.0, "store": "mem://a", "seq": 2, "pid": 1}
+    with pytest.raises(BadTrace, match=r"seq=2: unknown queue event"):
+        check_records([{**open_, "seq": 1}, {"ev": ev, "q": 1, "t": 0, "sample": "s", "seq": 2, "pid": 1}])
+    store_open = {"ev": "store_open", "s": 1, "store": "mem://a", "seq": 1, "pid": 1}
+    with pytest.raises(BadTrace, match=r"seq=3: unknown store event"):
+        check_records([store_open, open_, {"ev": ev, "s": 1, "sample": "s", "seq": 3, "pid": 1}])
+
+
+def _logged_run():
+    """The records of a queue and its logged store: puts, a get, an ack, a fail, a dead letter, a reclaim, the closes."""
+    from refqueue.stores.local import LocalFeatureStore
+    from refqueue.torture.payload import PUT_FIELDS, tensors_for
+
+    ring = RingSink()
+    log = EventLog(ring)
+    clock = ManualClock(0.0)
+    store = LocalFeatureStore(max_samples=100, max_bytes=1 << 20, events=log)
+    queue = SampleRefQueue(store, clock=clock, events=log, visibility_timeout=VisibilityTimeout(1.0), max_deliveries=3)
+    for i in range(4):
+        queue.put(store.put(f"s{i}", tensors_for(f"s{i}"), **PUT_FIELDS))
+    lease = queue.acquire_nowait()
+    _, handle = store.get(lease.ref)
+    store.release(handle)
+    queue.ack(lease)
+    queue.fail(queue.acquire_nowait())
+    queue.dead_letter(queue.acquire_nowait(), "poison")
+    queue.extend(queue.acquire_nowait(), 1.0)
+    clock.advance(10.0)
+    queue.reclaim_expired()
+    queue.close()
+    store.close()
+    return ring.records()
+
+
+def test_a_field_of_any_record_replaced_by_a_value_of_another_kind_is_bad_input_never_a_type_error():
+    # check_records takes records a caller built or damaged, not only what
+    # read_jsonl has vetted: a list where an id goes, a str for the time, ...
+    records = _logged_run()
+    assert check_records(records).ok
+    hostile = ([1], {"a": 1}, None, "x", -1, 1.5, float("nan"), True, 2**70, "")
+    tried = 0
+    for i, record in enumerate(records):
+        for name in record:
+            for value in hostile:
+                damaged = [dict(r) for r in records]
+                damaged[i][name] = value
+                try:
+                    check_records(damaged)  # a pass, or a violation: the record may say something else that is allowed
+                except BadTrace as exc:
+                    assert str(exc) and "\n" not in str(exc)  # one line that says what is wrong
+                tried += 1
+    assert tried > 1_000

@@ -49,6 +49,8 @@ from refqueue.model.state import (
     ModelLease,
     Rec,
     State,
+    _MASK,
+    _SHIFT,
     _clone,
     appended_id,
     epoch_generation,
@@ -176,7 +178,7 @@ def _live_index(state: State, lease: ModelLease) -> int:
         i = index_of(state, sid)
         if i < 0:
             return -1
-        rec = rec_at(state, i)
+        rec = state._rc[i >> _SHIFT][i & _MASK]  # (rec_at, without the call)
     if (
         rec.status == LEASED
         and rec.incarnation == lease.incarnation

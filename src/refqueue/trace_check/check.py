@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refqueue._collector import collector_paused
-from refqueue.event_records import printable
+from refqueue.event_records import printable, problem as record_problem
 from refqueue.trace_check.replay import BadTrace, QueueReplay, describe_state
 
 __all__ = ["Violation", "TraceResult", "check_records", "order_records", "TraceChecker", "printable"]
@@ -158,6 +158,12 @@ class TraceChecker:
         self.unbound_store_records = 0
 
     def feed(self, record: dict[str, Any]) -> str | None:
+        try:
+            return self._feed(record)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise _malformed(record, exc) from None
+
+    def _feed(self, record: dict[str, Any]) -> str | None:
         q = record.get("q")
         if q is not None:
             replay = self.queues.get(q)
@@ -186,6 +192,11 @@ class TraceChecker:
         return "(no queue open)" if replay is None else describe_state(replay.state)
 
     def _open(self, record: dict[str, Any]) -> str | None:
+        # (the configuration and the time every later record of the queue is
+        # read against: a bad one is named here, not at the record it trips)
+        why = record_problem(record)
+        if why is not None:
+            raise _bad_record(record, why)
         store_number = next((n for n, r in self.stores.items() if r.get("store") == record.get("store")
                              and n not in self.bound), None)
         store_open = None if store_number is None else self.stores[store_number]
@@ -231,8 +242,11 @@ def _check(records: Iterable[dict[str, Any]], window: int) -> TraceResult:
             last_pid = pid
         # A record of a queue already open goes straight to its replay, as
         # feed would send it; feed takes every other record.
-        replay = queues.get(record.get("q"))
-        problem = checker.feed(record) if replay is None else replay.step(record)  # type: ignore[union-attr]
+        try:
+            replay = queues.get(record.get("q"))
+            problem = checker.feed(record) if replay is None else replay.step_queue(record)  # type: ignore[union-attr]
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise _malformed(record, exc) from None
         if problem is not None:
             before = _state_before(ordered, index, record)
             lo, hi = max(0, index - window), min(len(ordered), index + window + 1)
@@ -251,6 +265,21 @@ def _check(records: Iterable[dict[str, Any]], window: int) -> TraceResult:
     result.seconds = time.perf_counter() - started
     result.cpu_seconds = time.process_time() - cpu_started
     return result
+
+
+def _malformed(record: dict[str, Any], exc: Exception) -> Exception:
+    """What to raise for ``exc``, raised while replaying ``record``: a
+    ``BadTrace`` naming the field when the record is not one
+    ``refqueue.events`` writes (a hand-made or damaged record: a list where
+    an id goes, a str for the time), else ``exc`` itself (a bug of the replay)."""
+    if isinstance(exc, BadTrace):
+        return exc
+    why = record_problem(record)
+    return exc if why is None else _bad_record(record, why)
+
+
+def _bad_record(record: dict[str, Any], why: str) -> BadTrace:
+    return BadTrace(f"record seq={record.get('seq')!r} ev={record.get('ev')!r}: {why}; pass records written by refqueue.events")
 
 
 def _state_before(ordered: list[dict[str, Any]], index: int, record: dict[str, Any]) -> str:
