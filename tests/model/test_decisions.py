@@ -72,6 +72,24 @@ def test_d1_foreign_lease_is_rejected_with_state_unchanged():
     )
 
 
+@pytest.mark.parametrize("bad", [None, "L1", ("q1", "s0", 1, 0)])
+@pytest.mark.parametrize("field", [None, "epoch", "sample_id"])
+def test_d1_a_lease_that_is_not_one_is_invalid_for_the_calls_and_a_type_error_for_the_reads(field, bad):
+    # a ModelLease whose epoch or sample id is a list cannot even be looked up:
+    # it is refused like a lease of another type, never an unhashable TypeError
+    c = cfg(epoch="q1")
+    s, lease = leased(c, M.initial_state())
+    bad = bad if field is None else lease._replace(**{field: [1]})
+    for call in ("ack", "fail", "extend", "dead_letter"):
+        args = {"extend": (1.0,), "dead_letter": ("poison",)}.get(call, ())
+        out = getattr(A, call)(c, s, bad, *args)
+        assert out.state is s and out.error is not None and out.error.kind == "invalid", (call, out)
+        assert f"{call} needs a lease, got {bad!r}" in out.error.message
+    for read in ("is_live", "lease_state", "lease_deadline"):
+        with pytest.raises(TypeError, match=f"{read} needs a ModelLease"):
+            getattr(A, read)(s, bad)
+
+
 # -- D2: data leaves the store only when the live ack commits ------------------
 
 

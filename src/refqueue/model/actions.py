@@ -160,6 +160,8 @@ def rec_of(state: State, sample_id: str) -> Rec | None:
 def is_live(state: State, lease: ModelLease) -> bool:
     """Whether ``lease`` is the sample's live lease (same incarnation and
     delivery, of the queue's current epoch)."""
+    if type(lease) is not ModelLease or type(lease.epoch) is not str or type(lease.sample_id) is not str:
+        _require_lease(lease, "is_live")
     return _live_index(state, lease) >= 0
 
 
@@ -198,6 +200,7 @@ _live_at = _live_index
 
 def lease_deadline(state: State, lease: ModelLease) -> float | None:
     """The live lease's deadline, or None when the lease is stale."""
+    _require_lease(lease, "lease_deadline")
     return rec_of(state, lease.sample_id).deadline if is_live(state, lease) else None  # type: ignore[union-attr]
 
 
@@ -305,9 +308,22 @@ def _requeue(cfg: Config, state: State, i: int) -> State:
     return with_rec_queued(state, i, new)
 
 
+def _bad_lease(lease: object) -> bool:
+    """Not a ``ModelLease`` whose epoch and sample id are strs (the fields
+    the model looks up and compares by hash)."""
+    return not isinstance(lease, ModelLease) or type(lease.epoch) is not str or type(lease.sample_id) is not str
+
+
+def _require_lease(lease: object, call: str) -> None:
+    """For the reads that take a lease: a TypeError naming a value that is not one."""
+    if _bad_lease(lease):
+        raise TypeError(f"{call} needs a ModelLease with str epoch and sample_id, got {lease!r}; pass what acquire returned")
+
+
 def _check_lease(cfg: Config, state: State, lease: object, call: str) -> Outcome | None:
-    if not isinstance(lease, ModelLease):
+    if _bad_lease(lease):
         return _reject(state, "invalid", f"{call} needs a lease, got {lease!r}; pass what acquire returned")
+    assert isinstance(lease, ModelLease)
     if lease.epoch != cfg.epoch:
         n = epoch_generation(lease.epoch)
         if not (0 < n <= state.epoch and lease.epoch == lease_epoch(cfg, n)):  # not one of this queue's epochs
@@ -623,7 +639,8 @@ def ack(cfg: Config, state: State, lease: ModelLease) -> Outcome:
     window; value True.  Stale lease (reclaimed, acked, superseded): nothing
     changes; value False (D1).
     """
-    if type(lease) is not ModelLease or lease.epoch != cfg.epoch:  # (the usual lease passes without a call)
+    # (the usual lease passes without a call)
+    if type(lease) is not ModelLease or lease.epoch != cfg.epoch or type(lease.sample_id) is not str:
         bad = _check_lease(cfg, state, lease, "ack")
         if bad is not None:
             return bad
@@ -642,7 +659,7 @@ def fail(cfg: Config, state: State, lease: ModelLease) -> Outcome:
     its data is not scrubbed unless dead-lettered; value True.  Stale lease:
     nothing changes; value False (D1).
     """
-    if type(lease) is not ModelLease or lease.epoch != cfg.epoch:
+    if type(lease) is not ModelLease or lease.epoch != cfg.epoch or type(lease.sample_id) is not str:
         bad = _check_lease(cfg, state, lease, "fail")
         if bad is not None:
             return bad
@@ -905,6 +922,7 @@ def lease_state(state: State, lease: ModelLease) -> str:
     else), ``"pending"`` (its sample waits for redelivery) or ``"gone"`` (its
     sample completed otherwise, was put again as a new incarnation or
     forgotten, or the lease is of an earlier epoch).  A read: the state does not change."""
+    _require_lease(lease, "lease_state")
     if is_live(state, lease):
         return "live"
     rec = rec_of(state, lease.sample_id)
