@@ -150,6 +150,20 @@ def test_certify_validates_its_arguments():
         certify("conformance.mutants._base:make", phases=("x",))
     with pytest.raises(ValueError, match=r"^producer_bound must be a number of seconds in \(0, 3600\), got -1$"):
         certify("conformance.mutants._base:make", producer_bound=-1)
+    # arguments of the wrong kind: named before anything runs (a list was taken
+    # for fail_fast=True, and a profile that is not one raised AttributeError)
+    for kwargs, why in [
+        ({"profile": None}, r"^profile must be a profile's name \(\['ci', 'deep'\]\) or a Profile, got None$"),
+        ({"fail_fast": [1]}, r"^fail_fast must be True or False, got \[1\]$"),
+        ({"exhaustive": "yes"}, r"^exhaustive must be True or False, got 'yes'$"),
+        ({"options": ["a=1"]}, r"^options must be a mapping of str keys"),
+        ({"progress": print}, r"^progress must be a refqueue.conformance.progress.Progress or None"),
+        ({"phases": "calls"}, r"^phases must be a tuple of phase names"),
+    ]:
+        with pytest.raises(TypeError, match=why):
+            certify("conformance.mutants._base:make", **kwargs)
+    with pytest.raises(TypeError, match=r"^backend must be a Backend or a 'module:factory' str, got 3"):
+        certify(3)
 
 
 # The plugin's run of the ci profile with one trial of each randomised blocking check

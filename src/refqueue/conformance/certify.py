@@ -75,6 +75,7 @@ def certify(
     (``Profile.short()``) before the whole runs of the phases the profile sizes
     (``order``); the certificate's ``runs`` lists the runs in the order made.
     """
+    _check_kinds(backend, profile, exhaustive, fail_fast, options, progress, phases)
     unknown = [p for p in phases if p not in PHASES]
     if unknown or not phases:
         raise ValueError(f"phases must be a non-empty subset of {PHASES}, got {phases!r}")
@@ -247,6 +248,29 @@ def not_checked(backend: Backend) -> list[dict[str, str]]:
         if missing:
             out.append(each.not_checked(missing))
     return out
+
+
+def _check_kinds(
+    backend: object, profile: object, exhaustive: object, fail_fast: object, options: object, progress: object,
+    phases: object,
+) -> None:
+    """A TypeError naming the first of ``certify``'s arguments of the wrong kind
+    (before anything runs: a truthy list taken for ``fail_fast=True``, say)."""
+    if not isinstance(backend, (Backend, str)):
+        raise TypeError(
+            f"backend must be a Backend or a 'module:factory' str, got {backend!r}; see refqueue.conformance.backend_of"
+        )
+    if not isinstance(profile, (str, Profile)):
+        raise TypeError(f"profile must be a profile's name ({sorted(PROFILES)}) or a Profile, got {profile!r}")
+    for name, value in (("exhaustive", exhaustive), ("fail_fast", fail_fast)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+    if options is not None and (not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options)):
+        raise TypeError(f"options must be a mapping of str keys to the factory's keyword values, or None, got {options!r}")
+    if progress is not None and not isinstance(progress, Progress):
+        raise TypeError(f"progress must be a refqueue.conformance.progress.Progress or None, got {progress!r}")
+    if isinstance(phases, str) or not isinstance(phases, (tuple, list)) or not all(isinstance(p, str) for p in phases):
+        raise TypeError(f"phases must be a tuple of phase names from {PHASES}, got {phases!r}")
 
 
 def _unrepresentable(backend: Backend, every: list[Any]) -> str | None:
