@@ -15,6 +15,7 @@ with no timeout, for the queue's own signal.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from typing import TYPE_CHECKING
 
@@ -111,12 +112,14 @@ def check_poll_interval(what: str, value: object) -> float:
     return float(value)
 
 
-def check_count(what: str, value: object, minimum: int, fix: str) -> int:
-    """An int (not a bool) >= ``minimum``."""
+def check_count(what: str, value: object, minimum: int, fix: str, maximum: int | None = None) -> int:
+    """An int (not a bool) >= ``minimum`` (and <= ``maximum``, when given)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be an int, got {describe(value)}; {fix}")
     if value < minimum:
         raise ValueError(f"{what} must be >= {minimum}, got {safe_repr(value)}; {fix}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{what} must be <= {maximum}, got {safe_repr(value)}; {fix}")
     return value
 
 
@@ -196,5 +199,6 @@ def check_queue_arguments(
         dead_letter_limit,
         0,
         f"pass how many dead letters to keep (the oldest are dropped first), e.g. {DEFAULT_DEAD_LETTER_LIMIT}",
+        sys.maxsize,  # (the bound of a deque's maxlen)
     )
     return visibility_timeout, high_override, low_override

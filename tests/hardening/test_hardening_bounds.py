@@ -13,6 +13,7 @@ however often a lease is extended.
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 from bytes_store import features
@@ -94,6 +95,9 @@ def test_a_limit_of_zero_keeps_none_and_counts_all(make_queue, store):
                           "dead letters to keep (the oldest are dropped first), e.g. 10000"),
         (1.5, TypeError, "SampleRefQueue(dead_letter_limit) must be an int, got 1.5 (float); pass how many dead "
                          "letters to keep (the oldest are dropped first), e.g. 10000"),
+        # (more than a deque's maxlen holds: an OverflowError from the deque before)
+        (2**70, ValueError, f"SampleRefQueue(dead_letter_limit) must be <= {sys.maxsize}, got {2**70}; pass how "
+                            "many dead letters to keep (the oldest are dropped first), e.g. 10000"),
     ],
 )
 def test_dead_letter_limit_is_validated(make_queue, value, error, message):

@@ -68,6 +68,11 @@ pytestmark = pytest.mark.torch
             ValueError,
             "LocalFeatureStore(low_watermark_bytes=-1) must be >= 0; pass a byte count",
         ),
+        (  # the low passed alone: named as itself, not as the high of -3 derived from it
+            dict(low_watermark_bytes=-1),
+            ValueError,
+            "LocalFeatureStore(low_watermark_bytes=-1) must be >= 0; pass a byte count",
+        ),
         (
             dict(device="gpu"),
             ValueError,

@@ -629,7 +629,10 @@ def _check_watermarks(
     def shown(which: str, value: object) -> str:
         return f"{value}" + (" (the default)" if which in defaulted else "")
 
-    for name, value in (("high_watermark_bytes", high), ("low_watermark_bytes", low)):
+    # the values the caller passed first: a low of -1 is named as itself, not
+    # as the high of -3 derived from it
+    pairs = [("high_watermark_bytes", "high", high), ("low_watermark_bytes", "low", low)]
+    for name, _, value in sorted(pairs, key=lambda pair: pair[1] in defaulted):
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int):
