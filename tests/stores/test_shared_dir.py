@@ -165,3 +165,26 @@ def test_watermarks_and_validation(tmp_path):
         SharedDirFeatureStore(tmp_path, high_watermark_bytes=5, low_watermark_bytes=5)
     with pytest.raises(TypeError, match="fsync"):
         SharedDirFeatureStore(tmp_path, fsync="yes")
+
+
+@pytest.mark.parametrize("root", ["", "PathLike"])
+def test_an_empty_root_is_refused_and_nothing_is_made_in_the_working_directory(tmp_path, monkeypatch, root):
+    # Path("") is the working directory: an unset variable would have made the store there
+    monkeypatch.chdir(tmp_path)
+    root = PurePosixPathLike("") if root == "PathLike" else root
+    with pytest.raises(ValueError, match=r"^SharedDirFeatureStore\(root\) is empty .*use '\.' to mean this directory\)$"):
+        SharedDirFeatureStore(root)
+    assert list(tmp_path.iterdir()) == []
+
+
+class PurePosixPathLike:
+    """An os.PathLike whose path is the given str (Path("") would be "." already)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __repr__(self) -> str:
+        return f"PurePosixPathLike({self.path!r})"

@@ -167,6 +167,11 @@ class SharedDirFeatureStore(FeatureStore):
     ) -> None:
         if not isinstance(root, (str, os.PathLike)):
             raise TypeError(f"SharedDirFeatureStore(root) must be a path, got {root!r}; pass the shared directory")
+        if os.fspath(root) == "":  # (Path("") is the working directory: an unset variable, most likely)
+            raise ValueError(
+                f"SharedDirFeatureStore(root) is empty ({root!r}), which would make the store in the working "
+                f"directory; pass the shared directory's path (use '.' to mean this directory)"
+            )
         if max_samples is None and max_bytes is None and high_watermark_bytes is None:
             # both caps turned off on purpose, and no watermark either: the seed refuses
             # that (a store that nothing bounds); the default (neither passed) is uncapped
