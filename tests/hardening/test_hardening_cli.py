@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -127,6 +130,42 @@ def test_certify_with_a_factory_that_hangs_exits_2_after_the_timeout(tmp_path, m
     assert code == 2
     err = capsys.readouterr().err
     assert err.startswith(f"refqueue certify: {name}:make did not finish within --timeout 0.5 s") and "Traceback" not in err
+
+
+HANGS_IN_TORCH = """
+import atexit, sys
+import torch
+atexit.register(lambda: print("interpreter shutdown ran", file=sys.stderr))
+def make(store, clock, **config):
+    a = torch.randn(400, 400)
+    while True:  # in native code for ever: a backend stuck in a C++ call
+        a = a @ a
+        a = a / a.norm()
+"""
+
+
+def test_the_command_exits_2_after_the_timeout_even_with_the_run_stuck_in_native_code(tmp_path):
+    # The daemon thread left behind was inside torch when the interpreter shut
+    # down: 'terminate called without an active exception', SIGABRT, status
+    # 134 in a third of the runs by hand.  The command now ends its process
+    # without that shutdown (so the module's atexit hook never runs: what makes
+    # this test fail every time on the old code, aborted or not).  Three runs at once.
+    (tmp_path / "hangs_in_torch.py").write_text(HANGS_IN_TORCH)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "refqueue.cli", "certify", "hangs_in_torch:make", "--timeout", "0.5",
+             "--no-progress", "--report", str(tmp_path / f"r{i}")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for i in range(3)
+    ]
+    for run in runs:
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 2, (run.returncode, err[-300:])
+        assert err.startswith("refqueue certify: hangs_in_torch:make did not finish within --timeout 0.5 s"), err
+        assert "terminate called" not in err and "Traceback" not in err
+        assert "interpreter shutdown ran" not in err
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e300", "soon"])

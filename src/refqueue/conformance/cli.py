@@ -26,7 +26,8 @@ printing the shortest failing run as a runnable pytest function (also saved
 in the report folder); 2 when no verdict could be reached: the target cannot
 be loaded or an option is wrong, the run did not finish within ``--timeout``
 seconds (default 3600: a factory or backend call that hangs; the hung run is
-left behind in a daemon thread), a phase cannot judge the backend as given
+left behind in a daemon thread, and the command ends its process without the
+interpreter's shutdown, which would abort on a thread stuck in native code), a phase cannot judge the backend as given
 (the certificate says "could not certify" and why, e.g. its own store too
 small for the phase's samples), or the kit itself failed (a bug in the kit:
 the message asks for a report and prints the traceback).  A multi-threaded
@@ -335,9 +336,23 @@ def run(args: Any) -> int:
     return 0
 
 
+# The runs left running past --timeout (``left_running``).
+_ABANDONED: list[Any] = []
+
+
+def left_running() -> bool:
+    """Whether a run of this process was left running past ``--timeout``: its
+    thread may be inside a backend's native code, which the interpreter's
+    shutdown would abort (SIGABRT, status 134, instead of 2), so the command
+    line's entry point (``refqueue.cli.entry``) ends the process without
+    running that shutdown."""
+    return any(thread.is_alive() for thread in _ABANDONED)
+
+
 def _run_with_timeout(work: Any, timeout: float) -> tuple[BaseException | None, Any] | None:
     """``(error, result)`` of ``work()`` run in a daemon thread, or None when it
-    did not finish within ``timeout`` seconds (the thread is left running)."""
+    did not finish within ``timeout`` seconds (the thread is left running, and
+    ``left_running`` says so)."""
     import threading
 
     outcome: list[tuple[BaseException | None, Any]] = []
@@ -351,8 +366,10 @@ def _run_with_timeout(work: Any, timeout: float) -> tuple[BaseException | None, 
         finally:
             done.set()
 
-    threading.Thread(target=target, name="refqueue-certify", daemon=True).start()
+    thread = threading.Thread(target=target, name="refqueue-certify", daemon=True)
+    thread.start()
     if not done.wait(timeout):
+        _ABANDONED.append(thread)
         return None
     return outcome[0]
 
