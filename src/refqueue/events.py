@@ -50,6 +50,7 @@ import json
 import logging
 import os
 import stat
+import sys
 import threading
 import time
 from collections import deque
@@ -84,6 +85,8 @@ def _check_positive_int(name: str, value: object, fix: str) -> int:
         raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__}); {fix}")
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value}; {fix}")
+    if value > sys.maxsize:  # (more than a deque, a list or a file offset holds)
+        raise ValueError(f"{name} must be <= {sys.maxsize}, got {value}; {fix}")
     return value
 
 
@@ -131,6 +134,8 @@ class JsonlSink:
                  flush_every: float | None = None) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"JsonlSink(path) must be a path, got {path!r}; pass the file to write, e.g. 'run.jsonl'")
+        if os.fspath(path) == "":
+            raise ValueError("JsonlSink(path) is empty; pass the file to write, e.g. 'run.jsonl'")
         _check_positive_int("JsonlSink(max_bytes)", max_bytes, "pass the size at which to rotate, in bytes")
         if isinstance(backups, bool) or not isinstance(backups, int) or backups < 0:
             raise ValueError(f"JsonlSink(backups) must be an int >= 0, got {backups!r}; pass how many old files to keep")
@@ -488,8 +493,16 @@ def read_jsonl(paths: Iterable[str | os.PathLike[str]], *, check: bool = False) 
     that way is read again line by line to find the bad line."""
     from refqueue.event_records import problem
 
+    if isinstance(paths, (str, bytes, os.PathLike)):  # (a str would be read as its characters, each a file)
+        raise TypeError(f"read_jsonl(paths) takes a list of paths, got the one path {paths!r}; pass [{paths!r}]")
+    try:
+        paths = list(paths)
+    except TypeError:
+        raise TypeError(f"read_jsonl(paths) must be a list of paths, got {paths!r}; pass e.g. ['run.jsonl']") from None
     records: list[dict[str, Any]] = []
     for path in paths:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"read_jsonl(paths) holds {path!r}, which is not a path; pass str or os.PathLike paths")
         text = _read_text(path)
         numbered = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line and not line.isspace()]
         lines = [line for _, line in numbered]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 
 import pytest
@@ -120,6 +121,23 @@ def test_ring_keeps_the_newest_and_sinks_are_validated():
         RingSink(0)
     with pytest.raises(TypeError, match="write"):
         EventLog(object())
+    # more than a deque holds: an OverflowError from the deque before
+    with pytest.raises(ValueError, match=rf"^RingSink\(capacity\) must be <= {sys.maxsize}, got {2**70}; pass how many"):
+        RingSink(2**70)
+
+
+def test_read_jsonl_and_jsonl_sink_name_a_path_argument_that_is_not_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "r").write_text('{"ev": "wait"}\n')  # what read_jsonl("run.jsonl") opened: its first letter
+    with pytest.raises(TypeError, match=r"^read_jsonl\(paths\) takes a list of paths, got the one path 'run.jsonl'; pass \['run.jsonl'\]$"):
+        read_jsonl("run.jsonl")
+    with pytest.raises(TypeError, match=r"^read_jsonl\(paths\) holds 3, which is not a path"):
+        read_jsonl(["r", 3])
+    with pytest.raises(TypeError, match=r"^read_jsonl\(paths\) must be a list of paths, got -1"):
+        read_jsonl(-1)
+    # an empty path was the working directory: IsADirectoryError before
+    with pytest.raises(ValueError, match=r"^JsonlSink\(path\) is empty; pass the file to write"):
+        JsonlSink("")
 
 
 def test_seq_is_taken_under_the_queue_lock_across_threads():
