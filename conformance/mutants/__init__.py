@@ -49,7 +49,7 @@ CAUGHT_BY = {
     'dead_letter_reason_any': 'calls',
     'dead_letters_cap_100': 'calls',
     'dead_letters_own_list': 'calls',
-    'dead_letters_sorted': 'walks',
+    'dead_letters_sorted': 'calls',
     'deadline_heap_1000': 'calls',
     'deadline_settle_before_count': 'calls',
     'dedup_forever': 'walks',
@@ -57,7 +57,7 @@ CAUGHT_BY = {
     'drain_keeps_list': 'calls',
     'drain_no_wake': 'blocking',
     'drain_torn': 'calls',
-    'duplicate_put': 'threads',
+    'duplicate_put': 'calls',
     'early_terminal_none': 'walks',
     'epoch_empty_accepted': 'calls',
     'extend_from_deadline': 'calls',
@@ -194,13 +194,13 @@ REPEATS = {
     "deadline_heap_1000": "fail_to_head",  # calls: deadline-soak
     "lease_recycled": "lease_ids_from_0",  # calls: lease-ids-from-1
     "redis_loss_undetected": "redis_unfenced_after_restart",  # faults: restart-lossy
-    "duplicate_put": "reclaim_snapshot",  # threads: a history that is not linearizable
+    "duplicate_put": "put_duplicate_race",  # calls: put-duplicate-concurrent (before the threads phase's histories)
     "health_torn": "reclaim_snapshot",  # threads: a history that is not linearizable
     "pause_flag_race": "no_band",  # threads: a history that is not linearizable
     "extend_stale": "stale_ack",  # walks: a divergence from the model on a stale lease
     "dedup_short": "dedup_forever",  # walks: a divergence from the model on a re-put
     "early_terminal_none": "dead_letter_late",  # walks: a divergence from the model
-    "dead_letters_sorted": "dead_letter_late",  # walks: a divergence from the model on dead letters
+    "dead_letters_sorted": "dead_letters_cap_100",  # calls: dead-letters-kept (before the walks diverge on dead letters)
     "put_poll_zero": "reclaimer_interval_zero",  # calls: durations-not-positive
     "lease_json_ms_deadline": "lease_json_no_bytes",  # calls: json-round-trip
 }
