@@ -49,8 +49,6 @@ from refqueue.model.state import (
     ModelLease,
     Rec,
     State,
-    _MASK,
-    _SHIFT,
     _clone,
     appended_id,
     epoch_generation,
@@ -160,8 +158,7 @@ def rec_of(state: State, sample_id: str) -> Rec | None:
 def is_live(state: State, lease: ModelLease) -> bool:
     """Whether ``lease`` is the sample's live lease (same incarnation and
     delivery, of the queue's current epoch)."""
-    if type(lease) is not ModelLease or type(lease.epoch) is not str or type(lease.sample_id) is not str:
-        _require_lease(lease, "is_live")
+    _require_lease(lease, "is_live")
     return _live_index(state, lease) >= 0
 
 
@@ -180,7 +177,7 @@ def _live_index(state: State, lease: ModelLease) -> int:
         i = index_of(state, sid)
         if i < 0:
             return -1
-        rec = state._rc[i >> _SHIFT][i & _MASK]  # (rec_at, without the call)
+        rec = rec_at(state, i)
     if (
         rec.status == LEASED
         and rec.incarnation == lease.incarnation

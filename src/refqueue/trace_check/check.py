@@ -241,12 +241,15 @@ def _check(records: Iterable[dict[str, Any]], window: int) -> TraceResult:
             queues = checker.queues
             last_pid = pid
         # A record of a queue already open goes straight to its replay, as
-        # feed would send it; feed takes every other record.
+        # feed would send it; feed takes every other record (and maps a
+        # malformed one's exceptions itself).
         try:
             replay = queues.get(record.get("q"))
-            problem = checker.feed(record) if replay is None else replay.step_queue(record)  # type: ignore[union-attr]
+            problem = None if replay is None else replay.step_queue(record)
         except (TypeError, ValueError, AttributeError) as exc:
             raise _malformed(record, exc) from None
+        if replay is None:
+            problem = checker.feed(record)  # type: ignore[union-attr]
         if problem is not None:
             before = _state_before(ordered, index, record)
             lo, hi = max(0, index - window), min(len(ordered), index + window + 1)
