@@ -10,7 +10,7 @@ from refqueue.torture.checker import ANOMALY_KINDS, check
 from refqueue.torture.report import excerpt, render_run
 from torture_helpers import Story, clean_story
 
-RULES = ["reads", "lease_identity", "acks", "completions", "residency", "reclaimers", "errors", "state_loss"]
+RULES = ["faults", "reads", "lease_identity", "acks", "completions", "residency", "reclaimers", "errors", "state_loss"]
 
 
 def verdicts(history, persistence="always"):
@@ -263,3 +263,53 @@ def test_a_queue_that_never_drained_leaves_the_completions_unknown(tmp_path):
     assert by_name["completions"].valid is None
     assert by_name["completions"].notes == ["the queue never drained: whether every sample completes is unknown"]
     assert result.valid is None  # unknown is never a pass
+
+
+# -- the faults asked for: each must take effect, else the run is unknown -------------------------
+
+
+def test_a_fault_kind_asked_for_that_never_took_effect_makes_the_run_unknown(tmp_path):
+    s = Story(tmp_path, faults=["kill", "restart", "drop"])
+    s.put("p0.0", 10, "a")
+    s.lease("c0.0", 30, "a", 1)
+    s.get("c0.0", 31, "a", 1)
+    s.fault(35, "kill", {"killed": None, "why": "c2 has no live process now"}, target="c2")
+    s.fault(36, "drop", {"dropped": True, "client_port": 5, "sha": "ab"}, target="proxy")
+    s.ack("c0.0", 40, "a", 1)
+    s.call("c0.0", 60, "stop_reclaimer", result=None)
+    s.end(100)
+    result, by_name = verdicts(s.history())
+    faults = by_name["faults"]
+    assert faults.valid is None and not faults.skipped
+    assert result.valid is None  # unknown is never a pass, though every other rule holds
+    assert all(v.valid is True for v in result.verdicts if v.name != "faults")
+    assert faults.checked == (
+        "faults that took effect of those scheduled: kill 0 of 1, restart 0 of 0, drop 1 of 1; never took effect: "
+        "kill (1 scheduled), restart (0 scheduled): the run shows nothing about surviving it; run longer "
+        "(--duration) or with another --seed")
+    assert "UNKNOWN" in "\n".join(render_run(s.history(), result))
+
+
+def test_every_fault_kind_asked_for_that_took_effect_passes_and_says_how_often(tmp_path):
+    s = Story(tmp_path, faults=["kill", "restart", "pause"])
+    s.put("p0.0", 10, "a")
+    s.fault(20, "kill", {"killed": "c1.0", "how": "anywhere", "pid": 7}, target="c1")
+    s.fault(21, "kill", {"killed": None, "why": "c2 has no live process now"}, target="c2")
+    s.fault(25, "restart", {"pid_before": 1, "pid_after": 2, "down_s": 0.2}, target="server")
+    s.fault(28, "pause", {"paused_s": 3.1}, target="server")
+    s.lease("c0.0", 30, "a", 1)
+    s.get("c0.0", 31, "a", 1)
+    s.ack("c0.0", 40, "a", 1)
+    s.call("c0.0", 60, "stop_reclaimer", result=None)
+    s.end(100)
+    result, by_name = verdicts(s.history())
+    assert by_name["faults"].valid is True
+    assert by_name["faults"].checked == "faults that took effect of those scheduled: kill 1 of 2, restart 1 of 1, pause 1 of 1"
+
+
+def test_a_start_record_without_the_faults_asked_for_skips_the_rule(tmp_path):
+    s = Story(tmp_path)
+    s.end(100)
+    _, by_name = verdicts(s.history())
+    assert by_name["faults"].valid is None
+    assert by_name["faults"].skipped == "the run's start record does not list the faults asked for"

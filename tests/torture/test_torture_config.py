@@ -96,3 +96,18 @@ def test_a_schedule_stays_inside_the_run_and_pauses_outlast_the_socket_timeout()
     assert {s.mode for s in steps if s.fault == "kill"} == {"anywhere", "mid-ack"}
     drops = sum(1 for s in steps if s.fault == "drop")
     assert 120 / MEAN_INTERVAL["drop"] / 2 < drops < 120 / MEAN_INTERVAL["drop"] * 2  # about one every 1.5 s
+
+
+def test_a_short_run_schedules_each_kind_asked_for_at_least_once():
+    # a restart or a pause comes about every 15 s: in a 4 s run most seeds would draw none
+    kinds = ("kill", "drop", "restart", "pause")
+    for seed in range(40):
+        steps = plan(seed, kinds, 4.0, 1, 2, 2.5)
+        assert {s.fault for s in steps} == set(kinds), (seed, steps)
+        assert all(1.0 <= s.at <= 3.0 for s in steps)
+        for kind in kinds:  # the added step comes from the kind's own stream: the same in any mix
+            assert plan(seed, (kind,), 4.0, 1, 2, 2.5) == tuple(s for s in steps if s.fault == kind)
+
+
+def test_a_run_too_short_for_the_quiet_seconds_schedules_nothing():
+    assert plan(3, ("kill", "restart"), 2.0, 1, 2, 2.5) == ()

@@ -17,12 +17,15 @@ MS = 1_000_000  # nanoseconds
 class Story:
     """Calls at explicit times (milliseconds after time zero, which ``start`` records)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, faults: list[str] | None = None) -> None:
+        """``faults``: the kinds the run asked for, as the nemesis's start
+        record lists them (None: a start record without the list)."""
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
         self._seq: dict[str, int] = {}
         self._lines: dict[str, list[dict[str, Any]]] = {}
-        self.call("nemesis", 0, "start", {"seed": 1}, result={"steps": 0})
+        start: dict[str, Any] = {"seed": 1} if faults is None else {"seed": 1, "faults": list(faults)}
+        self.call("nemesis", 0, "start", start, result={"steps": 0})
 
     def _record(self, process: str, record: dict[str, Any]) -> None:
         self._lines.setdefault(process, []).append(record)
@@ -95,8 +98,9 @@ class Story:
 
 
 def clean_story(directory: Path) -> Story:
-    """Two samples put, leased, read and acked once each; one stale ack refused; the run ends clean."""
-    s = Story(directory)
+    """Two samples put, leased, read and acked once each; one stale ack refused; the run ends clean (no
+    faults asked for)."""
+    s = Story(directory, faults=[])
     s.put("p0.0", 10, "a")
     s.put("p0.0", 20, "b")
     s.lease("c0.0", 30, "a", 1)

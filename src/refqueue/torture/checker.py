@@ -7,6 +7,11 @@ all; the run is valid only when every verdict is ``True`` or skipped.
 
 The rules and the anomaly kinds each can report:
 
+* ``faults``: every fault kind the run asked for took effect at least once
+  (a kill that found a live process, a reply dropped, a restart, a pause);
+  one that never did makes the run unknown, not valid: it shows nothing
+  about surviving that fault.  No anomaly kind (it judges the run, not the
+  system).
 * ``reads``: every read matches the checksum recorded at its put
   (``checksum_mismatch``); a read fails only with ``SampleMissing``
   (``read_failed``); no lease whose read found the data gone committed an
@@ -50,6 +55,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from refqueue.torture.facts import Facts, derive, lease_key
 from refqueue.torture.history import ERROR, OK, UNKNOWN, History, Op
@@ -125,6 +131,39 @@ class _Context:
 
 def _verdict(name: str, checked: str, anomalies: list[Anomaly], notes: list[str] | None = None) -> Verdict:
     return Verdict(name, not anomalies, checked, anomalies=anomalies, notes=notes or [])
+
+
+# When a nemesis step took effect, by its kind (refqueue.torture.nemesis records each step's result).
+_TOOK_EFFECT: dict[str, Callable[[Any], bool]] = {
+    "kill": lambda result: bool(result.get("killed")),
+    "drop": lambda result: result.get("dropped") is True,
+    "restart": lambda result: True,
+    "pause": lambda result: True,
+}
+
+
+def _faults(c: _Context) -> Verdict:
+    name = "faults"
+    start = next((op for op in c.facts.faults if op.call == "start"), None)
+    asked = start.args.get("faults") if start is not None else None
+    if not isinstance(asked, list):
+        return Verdict(name, None, "", skipped="the run's start record does not list the faults asked for")
+    if not asked:
+        return _verdict(name, "no faults were asked for (a baseline run)", [])
+    counts = []
+    missing = []
+    for kind in asked:
+        steps = [op for op in c.facts.faults if op.call == kind]
+        effect = _TOOK_EFFECT.get(kind, lambda result: True)
+        took = sum(1 for op in steps if op.outcome == OK and isinstance(op.result, dict) and effect(op.result))
+        counts.append(f"{kind} {took} of {len(steps)}")
+        if took == 0:
+            missing.append(f"{kind} ({len(steps)} scheduled)")
+    checked = f"faults that took effect of those scheduled: {', '.join(counts)}"
+    if missing:
+        return Verdict(name, None, f"{checked}; never took effect: {', '.join(missing)}: the run shows nothing "
+                       f"about surviving it; run longer (--duration) or with another --seed")
+    return _verdict(name, checked, [])
 
 
 def _reads(c: _Context) -> Verdict:
@@ -362,7 +401,7 @@ def _state_loss(c: _Context) -> Verdict:
 
 
 RULES: tuple[Callable[[_Context], Verdict], ...] = (
-    _reads, _lease_identity, _acks, _completions, _residency, _reclaimers, _errors, _state_loss)
+    _faults, _reads, _lease_identity, _acks, _completions, _residency, _reclaimers, _errors, _state_loss)
 
 
 def check(history: History, *, persistence: str) -> CheckResult:

@@ -25,6 +25,10 @@ Kinds and their steps:
   socket timeout), then SIGCONT.  About one every 15 s.
 
 No fault is scheduled in the first second or the last second of the run.
+Each kind asked for is scheduled at least once when that leaves room (a
+run longer than two seconds): a kind whose random gaps all overrun the run
+gets one step at a moment drawn from its own stream, so a short run with
+``--faults restart`` does restart the server.
 """
 
 from __future__ import annotations
@@ -61,11 +65,16 @@ def plan(seed: int, faults: tuple[str, ...], duration: float, producers: int, co
     for kind in faults:
         rng = random.Random(f"{seed}/{kind}")
         at = _QUIET
+        drawn = 0
         while True:
             at += rng.expovariate(1.0 / MEAN_INTERVAL[kind])
             if at > duration - _QUIET:
                 break
             steps.append(_step(kind, at, rng, producers, consumers, socket_timeout))
+            drawn += 1
+        if drawn == 0 and duration > 2 * _QUIET:  # at least one of each kind asked for
+            steps.append(_step(kind, rng.uniform(_QUIET, duration - _QUIET), rng, producers, consumers,
+                               socket_timeout))
     steps.sort(key=lambda step: (step.at, step.fault))
     return tuple(steps)
 
