@@ -53,6 +53,7 @@ def test_a_check_the_capabilities_rule_out_is_listed_as_not_run():
     assert report.not_run == {
         "dead-letters-copied": "dead_letter=False declared",
         "dead-letter-reason": "dead_letter=False declared",
+        "dead-letter-reasons-kept": "dead_letter=False declared",
         "json-round-trip": "lease_json=False declared",
         "lease-json-hostile": "lease_json=False declared",
         "callback-own-health": "abort_when=False declared",

@@ -268,6 +268,45 @@ def test_a_hostile_sample_id_round_trips_or_is_refused_naming_it(server, sample_
         admin.close()
 
 
+@SETTINGS
+@given(reason=st.one_of(hostile_text, st.text(min_size=1, max_size=300)))
+def test_a_hostile_dead_letter_reason_is_kept_exactly_or_refused_naming_it(server, reason):
+    admin = redis_py.Redis.from_url(server.url)
+    q = RedisSampleRefQueue(LocalFeatureStore(None, None, None, None, uri=URI), VisibilityTimeout(5.0),
+                            url=server.url, name=f"fuzz-{next(NAMES)}", clock=ManualClock(0.0))
+    try:
+        q.put(ref("s"))
+        lease = q.acquire_nowait()
+        try:
+            answer = q.dead_letter(lease, reason)
+        except (TypeError, ValueError) as exc:
+            assert not reason or "UTF-8" in str(exc), str(exc)
+            assert type(exc) in (TypeError, ValueError) and "Traceback" not in str(exc)
+            assert q.lease_state(lease) == "live" and q.dead_letters() == []  # nothing changed
+            return
+        assert answer is True
+        assert [(d.ref.sample_id, d.reason) for d in q.dead_letters()] == [("s", reason)]
+    finally:
+        for key in keys_of(admin, q):
+            admin.delete(key)
+        admin.close()
+
+
+def test_a_reason_without_a_utf8_form_is_refused_by_name_and_the_lease_stays_live(server):
+    q = RedisSampleRefQueue(LocalFeatureStore(None, None, None, None, uri=URI), VisibilityTimeout(5.0),
+                            url=server.url, name=f"fuzz-{next(NAMES)}", clock=ManualClock(0.0))
+    q.put(ref("s"))
+    lease = q.acquire_nowait()
+    for reason in ("\ud800", "bad \udcff byte"):
+        with pytest.raises(ValueError, match="no UTF-8 form, so Redis cannot store it") as caught:
+            q.dead_letter(lease, reason)
+        assert type(caught.value) is ValueError and repr(reason) in str(caught.value)
+    assert q.lease_state(lease) == "live" and q.dead_letters() == []
+    assert q.dead_letter(lease, "échantillon ☠") is True
+    assert [d.reason for d in q.dead_letters()] == ["échantillon ☠"]
+    q.delete()
+
+
 def test_the_fuzz_world_is_what_the_property_assumes(server):
     admin = redis_py.Redis.from_url(server.url)
     q, lease, clock = world(server.url, admin)

@@ -817,6 +817,13 @@ class RedisSampleRefQueue:
             )
         if not reason:
             raise ValueError("dead_letter(reason) must not be empty; say why the sample is poison")
+        try:
+            reason.encode()
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"dead_letter(reason={_cut(reason)}): the reason holds {exc.object[exc.start:exc.end]!r}, which has "
+                f"no UTF-8 form, so Redis cannot store it; say why in text without lone surrogates"
+            ) from None
         return self._finish("dead_letter", sample_id, lease_id, reason)
 
     def _finish(self, call: str, sample_id: str, lease_id: int, reason: str = "") -> bool:

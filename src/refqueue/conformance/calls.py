@@ -64,6 +64,11 @@ the backend, bounded in time, and compares what it sees with docs/API.md
 ``dead-letter-reason``
     ``dead_letter(lease, reason)`` of a reason that is no non-empty str is a
     ``TypeError``/``ValueError``; nothing changes.
+``dead-letter-reasons-kept``
+    ``dead_letters()`` lists each reason exactly as ``dead_letter`` was given
+    it (``calls_inputs.ODD_REASONS``: one letter, spaces at the ends, lines,
+    separators and quotes, text beyond ASCII, a NUL, 4 KiB): the walks give
+    only ``"poison"``.
 ``foreign-uri-same-scheme``
     ``put`` of a ref of another store whose URI shares this store's scheme
     is a ``ValueError``; nothing changes.
@@ -117,7 +122,7 @@ from typing import Any
 from refqueue.conformance.contract import Backend, load_backend
 from refqueue.conformance.crash import blame
 from refqueue.conformance.calls_inputs import (
-    dead_letter_reason, durations_above_max, durations_not_positive, foreign_uri_same_scheme,
+    dead_letter_reason, dead_letter_reasons_kept, durations_above_max, durations_not_positive, foreign_uri_same_scheme,
 )  # fmt: skip
 from refqueue.conformance.calls_leases import (
     altered_epoch, json_round_trip, lease_fields, lease_id_below_1, lease_id_not_int, lease_ids_from_1,
@@ -395,6 +400,11 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "dead-letter-reason", "dead_letter refuses a reason that is no non-empty str (42, None, bytes, a list) with "
         "TypeError/ValueError; nothing changes", dead_letter_reason, ("dead_letter",),
+    ),
+    Check(
+        "dead-letter-reasons-kept", "dead_letters() lists each reason exactly as given: one letter, spaces at the "
+        "ends, lines, separators and quotes, text beyond ASCII, a NUL, 4 KiB", dead_letter_reasons_kept,
+        ("dead_letter",),
     ),
     Check(
         "foreign-uri-same-scheme", "put refuses a ref of another store whose URI has this store's scheme; nothing "

@@ -1,9 +1,11 @@
-"""The ``calls`` phase's checks of arguments a queue must refuse: durations
-out of range, a dead letter's reason that is no text, a ref of another store
-under the same scheme.  ``refqueue.conformance.calls`` lists them
-(``NAMED_CHECKS``) and says what each checks (``durations-above-max``,
-``durations-not-positive``, ``dead-letter-reason``, ``foreign-uri-same-scheme``);
-each runs on a fresh queue (``probe.Probe``).
+"""The ``calls`` phase's checks of arguments a queue must refuse, or keep
+exactly: durations out of range, a dead letter's reason that is no text, a
+ref of another store under the same scheme; and reasons of every shape
+(long, multi-line, unicode, with separators) kept as given.
+``refqueue.conformance.calls`` lists them (``NAMED_CHECKS``) and says what
+each checks (``durations-above-max``, ``durations-not-positive``,
+``dead-letter-reason``, ``dead-letter-reasons-kept``,
+``foreign-uri-same-scheme``); each runs on a fresh queue (``probe.Probe``).
 
 docs/API.md: every public call validates its arguments and a rejected call
 changes nothing.  The walks and the lockstep machine pass only the values a
@@ -25,7 +27,10 @@ from typing import Any
 from refqueue.conformance.contract import Backend, rejection_kind
 from refqueue.conformance.probe import Failed, Probe, bounded
 
-__all__ = ["dead_letter_reason", "durations_above_max", "durations_not_positive", "foreign_uri_same_scheme"]
+__all__ = [
+    "ODD_REASONS", "dead_letter_reason", "dead_letter_reasons_kept", "durations_above_max", "durations_not_positive",
+    "foreign_uri_same_scheme",
+]
 
 
 def _refused_in_time(qq: Probe, what: str, call: Callable[[], Any], rule: str) -> None:
@@ -122,6 +127,48 @@ def dead_letter_reason(backend: Backend) -> int:
         return qq.calls
     finally:
         qq.close()
+
+
+# Reasons a consumer may give (docs/API.md: any non-empty str), each of a
+# shape a backend that stores text by hand gets wrong: one letter, spaces at
+# the ends, lines, separators and quotes of the usual encodings, text beyond
+# ASCII, a NUL, 4 KiB, the queue's own reason.  The walks give only "poison".
+ODD_REASONS: tuple[str, ...] = (
+    "x", " padded\t ", "line one\nline two\r\n", "a|b,c;d:e=f\"g'h\\i{j}[k]%s%d", "échantillon corrompu ☠ 样本",
+    "\x00nul", "r" * 4096, "max_deliveries",
+)
+
+
+def dead_letter_reasons_kept(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        given = []
+        for n, reason in enumerate(ODD_REASONS):
+            sample_id = f"r{n}"
+            lease = qq.leased(sample_id)
+            what = f"dead_letter(lease of {sample_id!r}, {_short(reason)})"
+            if qq.call(what, lambda lease=lease, reason=reason: qq.q.dead_letter(lease, reason)) is not True:
+                raise Failed(f"{what} of the live lease did not return True")
+            given.append((sample_id, reason))
+        listed = [
+            (getattr(getattr(d, "ref", None), "sample_id", None), getattr(d, "reason", None))
+            for d in qq.call("dead_letters()", qq.q.dead_letters)
+        ]
+        for (sample_id, reason), got in zip(given, listed):
+            if got != (sample_id, reason):
+                raise Failed(f"dead_letter(lease of {sample_id!r}, {_short(reason)}): dead_letters() lists "
+                             f"{got[0]!r} with reason {_short(got[1])}; a reason is kept exactly as given (any "
+                             f"non-empty str, docs/API.md)")  # fmt: skip
+        if len(listed) != len(given):
+            raise Failed(f"after {len(given)} dead letters, dead_letters() lists {len(listed)}: {listed[:3]!r}...")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def _short(text: object) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= 60 else f"{shown[:40]}...{shown[-8:]} ({len(text)} characters)"  # type: ignore[arg-type]
 
 
 def foreign_uri_same_scheme(backend: Backend) -> int:
