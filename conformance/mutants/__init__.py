@@ -118,6 +118,7 @@ CAUGHT_BY = {
     'resume_wakes_one': 'blocking',
     'ring_wrap': 'calls',
     'same_epoch': 'calls',
+    'sample_ids_casefold': 'calls',
     'stale_ack': 'walks',
     'uri_scheme_only': 'calls',
 }
@@ -170,6 +171,7 @@ NAMED_CHECK = {
     "reclaimer_interval_zero": ("durations-not-positive", "start_reclaimer(0) returned None"),
     "put_poll_zero": ("durations-not-positive", "put_blocks_until_below(ref, poll_interval=0) returned None"),
     "dead_letter_reason_any": ("dead-letter-reason", "dead_letter(lease, 42) returned True; docs/API.md says it raises ('invalid')"),
+    "sample_ids_casefold": ("sample-ids-exact", "put('sample-a') raised DuplicateSample"),
     "dead_letter_reason_trimmed": ("dead-letter-reasons-kept", "dead_letter(lease of 'r1', ' padded\\t '): dead_letters() lists 'r1' with reason 'padded'"),
     "uri_scheme_only": ("foreign-uri-same-scheme", "put(ref of 'mem://conformance-elsewhere') (put of a ref for another store URI"),
     "lease_json_no_bytes": ("json-round-trip", "type(lease).from_json(lease.to_json().encode()) raised TypeError"),

@@ -69,6 +69,11 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     it (``calls_inputs.ODD_REASONS``: one letter, spaces at the ends, lines,
     separators and quotes, text beyond ASCII, a NUL, 4 KiB): the walks give
     only ``"poison"``.
+``sample-ids-exact``
+    ids that a loose comparison takes for one (``calls_inputs.LOOKALIKE_IDS``:
+    ``"Sample-A"``/``"sample-a"``, ``"x"``/``"x "``/``" x"``, ``"é"`` in NFC
+    and NFD, ``"A"``/fullwidth ``"Ａ"``, ``"ß"``/``"ss"``, a 1 KiB id) are all
+    put, delivered in put order exactly as given and acked.
 ``foreign-uri-same-scheme``
     ``put`` of a ref of another store whose URI shares this store's scheme
     is a ``ValueError``; nothing changes.
@@ -123,6 +128,7 @@ from refqueue.conformance.contract import Backend, load_backend
 from refqueue.conformance.crash import blame
 from refqueue.conformance.calls_inputs import (
     dead_letter_reason, dead_letter_reasons_kept, durations_above_max, durations_not_positive, foreign_uri_same_scheme,
+    sample_ids_exact,
 )  # fmt: skip
 from refqueue.conformance.calls_leases import (
     altered_epoch, json_round_trip, lease_fields, lease_id_below_1, lease_id_not_int, lease_ids_from_1,
@@ -405,6 +411,10 @@ NAMED_CHECKS: tuple[Check, ...] = (
         "dead-letter-reasons-kept", "dead_letters() lists each reason exactly as given: one letter, spaces at the "
         "ends, lines, separators and quotes, text beyond ASCII, a NUL, 4 KiB", dead_letter_reasons_kept,
         ("dead_letter",),
+    ),
+    Check(
+        "sample-ids-exact", "ids differing only in case, spaces at the ends, Unicode normal form or width are "
+        "distinct: each is put, delivered in put order as given, and acked", sample_ids_exact,
     ),
     Check(
         "foreign-uri-same-scheme", "put refuses a ref of another store whose URI has this store's scheme; nothing "

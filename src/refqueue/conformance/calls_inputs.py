@@ -1,10 +1,11 @@
 """The ``calls`` phase's checks of arguments a queue must refuse, or keep
 exactly: durations out of range, a dead letter's reason that is no text, a
-ref of another store under the same scheme; and reasons of every shape
-(long, multi-line, unicode, with separators) kept as given.
+ref of another store under the same scheme; and reasons and sample ids of
+every shape (long, multi-line, unicode, with separators, differing only in
+case, spacing or normal form) kept as given and told apart.
 ``refqueue.conformance.calls`` lists them (``NAMED_CHECKS``) and says what
 each checks (``durations-above-max``, ``durations-not-positive``,
-``dead-letter-reason``, ``dead-letter-reasons-kept``,
+``dead-letter-reason``, ``dead-letter-reasons-kept``, ``sample-ids-exact``,
 ``foreign-uri-same-scheme``); each runs on a fresh queue (``probe.Probe``).
 
 docs/API.md: every public call validates its arguments and a rejected call
@@ -28,7 +29,7 @@ from refqueue.conformance.contract import Backend, rejection_kind
 from refqueue.conformance.probe import Failed, Probe, bounded
 
 __all__ = [
-    "ODD_REASONS", "dead_letter_reason", "dead_letter_reasons_kept", "durations_above_max", "durations_not_positive",
+    "LOOKALIKE_IDS", "ODD_REASONS", "dead_letter_reason", "dead_letter_reasons_kept", "sample_ids_exact", "durations_above_max", "durations_not_positive",
     "foreign_uri_same_scheme",
 ]
 
@@ -161,6 +162,49 @@ def dead_letter_reasons_kept(backend: Backend) -> int:
                              f"non-empty str, docs/API.md)")  # fmt: skip
         if len(listed) != len(given):
             raise Failed(f"after {len(given)} dead letters, dead_letters() lists {len(listed)}: {listed[:3]!r}...")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+# Sample ids that are distinct strs but equal to a backend that compares them
+# loosely: by case (a SQL column with a case-insensitive collation), without
+# trailing or leading spaces (PAD SPACE collations, a strip on the way in), in
+# one Unicode normal form, or by width.  Every id is a valid file name (a
+# backend's own store may name files by id) and has a UTF-8 form.
+LOOKALIKE_IDS: tuple[str, ...] = (
+    "Sample-A", "sample-a", "SAMPLE-A", "x", "x ", " x", "x\t", "\u00e9", "e\u0301", "A", "\uff21", "\u00df",
+    "ss", "\ufb01", "fi", "s.0", "s:0", "s 0", "s,0", "s|0", "s%0", "i" * 1024,
+)
+
+
+def sample_ids_exact(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        for n, sample_id in enumerate(LOOKALIKE_IDS):
+            ref = qq.ref(sample_id)
+            try:
+                qq.call(f"put({_short(sample_id)})", lambda ref=ref: qq.q.put(ref))
+            except Failed as exc:
+                raise Failed(f"{exc}; the ids pending before it are {', '.join(map(_short, LOOKALIKE_IDS[:n]))}: none is "
+                             f"the same str, and ids are compared exactly (not by case, spaces at the ends, Unicode "
+                             f"normal form or width)") from exc  # fmt: skip
+        pending = qq.call("pending_count()", qq.q.pending_count)
+        if pending != len(LOOKALIKE_IDS):
+            raise Failed(f"after putting {len(LOOKALIKE_IDS)} distinct ids ({', '.join(map(_short, LOOKALIKE_IDS[:6]))}, "
+                         f"...: equal to a comparison that ignores case, spaces or the normal form), pending_count() "
+                         f"is {pending!r}; sample ids are compared exactly")  # fmt: skip
+        left = list(LOOKALIKE_IDS)  # without FIFO (Capabilities.fifo False), any of them may come next
+        for want in LOOKALIKE_IDS:
+            lease = qq.acquire(f"acquire() with {_short(want)} next")
+            got = getattr(getattr(lease, "ref", None), "sample_id", None)
+            if got != want and not (not qq.caps.fifo and got in left):
+                raise Failed(f"acquire() returned the lease of {_short(got)}; the put order says {_short(want)} (ids "
+                             f"differing only in case, spaces or normal form are distinct: compared exactly)")  # fmt: skip
+            left.remove(got)
+            if qq.call(f"ack(lease of {_short(got)})", lambda lease=lease: qq.q.ack(lease)) is not True:
+                raise Failed(f"ack of the live lease on {_short(got)} did not return True")
+        qq.expect_counts((0, 0, 0), f"acking all {len(LOOKALIKE_IDS)} lookalike ids")
         return qq.calls
     finally:
         qq.close()
