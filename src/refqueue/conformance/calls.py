@@ -74,6 +74,11 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     ``"Sample-A"``/``"sample-a"``, ``"x"``/``"x "``/``" x"``, ``"é"`` in NFC
     and NFD, ``"A"``/fullwidth ``"Ａ"``, ``"ß"``/``"ss"``, a 1 KiB id) are all
     put, delivered in put order exactly as given and acked.
+``refs-delivered-intact``
+    refs whose metadata a backend that stores them by hand gets wrong
+    (``calls_inputs.RICH_META``: versions as ints and as strs, a run id
+    beyond ASCII and with quotes, a version of ``2**62``) come back in their
+    leases equal field by field, each field of the type put.
 ``foreign-uri-same-scheme``
     ``put`` of a ref of another store whose URI shares this store's scheme
     is a ``ValueError``; nothing changes.
@@ -128,7 +133,7 @@ from refqueue.conformance.contract import Backend, load_backend
 from refqueue.conformance.crash import blame
 from refqueue.conformance.calls_inputs import (
     dead_letter_reason, dead_letter_reasons_kept, durations_above_max, durations_not_positive, foreign_uri_same_scheme,
-    sample_ids_exact,
+    refs_delivered_intact, sample_ids_exact,
 )  # fmt: skip
 from refqueue.conformance.calls_leases import (
     altered_epoch, json_round_trip, lease_fields, lease_id_below_1, lease_id_not_int, lease_ids_from_1,
@@ -415,6 +420,10 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "sample-ids-exact", "ids differing only in case, spaces at the ends, Unicode normal form or width are "
         "distinct: each is put, delivered in put order as given, and acked", sample_ids_exact,
+    ),
+    Check(
+        "refs-delivered-intact", "a lease carries the ref put, field by field and of the same types: versions as "
+        "ints and as strs, text beyond ASCII, quotes, a version of 2**62", refs_delivered_intact,
     ),
     Check(
         "foreign-uri-same-scheme", "put refuses a ref of another store whose URI has this store's scheme; nothing "

@@ -2,11 +2,12 @@
 exactly: durations out of range, a dead letter's reason that is no text, a
 ref of another store under the same scheme; and reasons and sample ids of
 every shape (long, multi-line, unicode, with separators, differing only in
-case, spacing or normal form) kept as given and told apart.
+case, spacing or normal form) kept as given and told apart, and refs of
+every kind of metadata delivered as they were put.
 ``refqueue.conformance.calls`` lists them (``NAMED_CHECKS``) and says what
 each checks (``durations-above-max``, ``durations-not-positive``,
 ``dead-letter-reason``, ``dead-letter-reasons-kept``, ``sample-ids-exact``,
-``foreign-uri-same-scheme``); each runs on a fresh queue (``probe.Probe``).
+``refs-delivered-intact``, ``foreign-uri-same-scheme``); each runs on a fresh queue (``probe.Probe``).
 
 docs/API.md: every public call validates its arguments and a rejected call
 changes nothing.  The walks and the lockstep machine pass only the values a
@@ -27,9 +28,10 @@ from typing import Any
 
 from refqueue.conformance.contract import Backend, rejection_kind
 from refqueue.conformance.probe import Failed, Probe, bounded
+from refqueue.conformance.samples import sample_tensors
 
 __all__ = [
-    "LOOKALIKE_IDS", "ODD_REASONS", "dead_letter_reason", "dead_letter_reasons_kept", "sample_ids_exact", "durations_above_max", "durations_not_positive",
+    "LOOKALIKE_IDS", "ODD_REASONS", "dead_letter_reason", "dead_letter_reasons_kept", "refs_delivered_intact", "sample_ids_exact", "durations_above_max", "durations_not_positive",
     "foreign_uri_same_scheme",
 ]
 
@@ -208,6 +210,56 @@ def sample_ids_exact(backend: Backend) -> int:
         return qq.calls
     finally:
         qq.close()
+
+
+# The metadata of the refs ``refs-delivered-intact`` puts: versions as ints
+# and as strs (docs/API.md: ``str | int``, kept as given), text beyond ASCII,
+# large numbers.  The walks put the kit's one ASCII set (``samples.STORE_META``).
+RICH_META: tuple[dict[str, Any], ...] = (
+    {"run_id": "run-é-运行-☃", "target_model_version": 7, "draft_weight_version": 0},
+    {"run_id": "r", "target_model_version": "7", "draft_weight_version": "0"},
+    {"run_id": "run \"quoted\" \\ {x}", "target_model_version": 2**62, "draft_weight_version": "draft/v2:ünï"},
+)
+
+
+def refs_delivered_intact(backend: Backend) -> int:
+    qq = Probe(backend)
+    try:
+        put = []
+        for n, meta in enumerate(RICH_META):
+            sample_id = f"m{n}"
+            ref = qq.call(f"store.put({sample_id!r}, {meta})", lambda sample_id=sample_id, meta=meta: qq.store.put(
+                sample_id, sample_tensors(1 + n, n), num_tokens=1 + n, algorithm="eagle3", schema_version=1, **meta))
+            qq.call(f"put({sample_id!r})", lambda ref=ref: qq.q.put(ref))
+            put.append(ref)
+        for want in put if qq.caps.fifo else sorted(put, key=lambda r: r.sample_id):
+            lease = qq.acquire(f"acquire() with the ref of {want.sample_id!r} pending")
+            got = getattr(lease, "ref", None)
+            if not qq.caps.fifo:
+                got_id = getattr(got, "sample_id", None)
+                want = next((r for r in put if r.sample_id == got_id), want)
+            wrong = _fields_differ(want, got)
+            if wrong:
+                raise Failed(f"acquire() delivered the ref of {want.sample_id!r} with {wrong}: a lease carries the ref "
+                             f"put, field by field and of the same types (versions are str | int, kept as given)")  # fmt: skip
+            if qq.call(f"ack(lease of {want.sample_id!r})", lambda lease=lease: qq.q.ack(lease)) is not True:
+                raise Failed(f"ack of the live lease on {want.sample_id!r} did not return True")
+        qq.expect_counts((0, 0, 0), f"acking the {len(put)} refs")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def _fields_differ(want: Any, got: Any) -> str:
+    """The fields of ``got`` that differ from ``want``'s (value or type), or ''."""
+    if got is None:
+        return "no ref at all"
+    wrong = []
+    for f in dataclasses.fields(want):
+        a, b = getattr(want, f.name), getattr(got, f.name, None)
+        if a != b or type(a) is not type(b):
+            wrong.append(f"{f.name}={_short(b)} ({type(b).__name__}), not {_short(a)} ({type(a).__name__})")
+    return "; ".join(wrong)
 
 
 def _short(text: object) -> str:
