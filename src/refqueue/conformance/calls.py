@@ -93,7 +93,8 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     redelivered lease, on the odd clock and timeout, equal the original
     *field by field* (ref, deadline, visibility timeout, redelivery_count,
     lease_id, epoch), whatever the class's ``==`` compares, and the
-    round-tripped lease acks.
+    round-tripped lease acks.  Its sample id and run id go beyond ASCII and
+    its versions are ints (``samples.RICH_META``).
 ``lease-json-hostile``
     ``type(lease).from_json`` of text that is no lease's JSON raises
     ``ValueError``/``TypeError``, never another exception.

@@ -28,7 +28,7 @@ from typing import Any
 
 from refqueue.conformance.contract import Backend, rejection_kind
 from refqueue.conformance.probe import Failed, Probe, bounded
-from refqueue.conformance.samples import sample_tensors
+from refqueue.conformance.samples import RICH_META, sample_tensors
 
 __all__ = [
     "LOOKALIKE_IDS", "ODD_REASONS", "dead_letter_reason", "dead_letter_reasons_kept", "refs_delivered_intact", "sample_ids_exact", "durations_above_max", "durations_not_positive",
@@ -210,16 +210,6 @@ def sample_ids_exact(backend: Backend) -> int:
         return qq.calls
     finally:
         qq.close()
-
-
-# The metadata of the refs ``refs-delivered-intact`` puts: versions as ints
-# and as strs (docs/API.md: ``str | int``, kept as given), text beyond ASCII,
-# large numbers.  The walks put the kit's one ASCII set (``samples.STORE_META``).
-RICH_META: tuple[dict[str, Any], ...] = (
-    {"run_id": "run-é-运行-☃", "target_model_version": 7, "draft_weight_version": 0},
-    {"run_id": "r", "target_model_version": "7", "draft_weight_version": "0"},
-    {"run_id": "run \"quoted\" \\ {x}", "target_model_version": 2**62, "draft_weight_version": "draft/v2:ünï"},
-)
 
 
 def refs_delivered_intact(backend: Backend) -> int:

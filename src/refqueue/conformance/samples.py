@@ -19,6 +19,7 @@ from typing import Any
 __all__ = [
     "UNIT_BYTES",
     "STORE_META",
+    "RICH_META",
     "LOCKSTEP_SIZES",
     "sample_tensors",
     "same_tensors",
@@ -39,6 +40,17 @@ STORE_META: Mapping[str, Any] = {
     "target_model_version": "target-0",
     "draft_weight_version": "draft-0",
 }
+
+# Metadata of every kind a ref may carry (``calls_inputs.refs_delivered_intact``
+# and ``calls_leases.json_round_trip`` put refs of it): versions as ints
+# and as strs (docs/API.md: ``str | int``, kept as given), text beyond ASCII,
+# large numbers.  The walks put the kit's one ASCII set (``samples.STORE_META``).
+RICH_META: tuple[Mapping[str, Any], ...] = (
+    {"run_id": "run-é-运行-☃", "target_model_version": 7, "draft_weight_version": 0},
+    {"run_id": "r", "target_model_version": "7", "draft_weight_version": "0"},
+    {"run_id": "run \"quoted\" \\ {x}", "target_model_version": 2**62, "draft_weight_version": "draft/v2:ünï"},
+)
+
 
 # Sample ids of the lockstep runs and their sizes in units.
 LOCKSTEP_SIZES: Mapping[str, int] = {"s0": 1, "s1": 2, "s2": 1, "s3": 3, "s4": 1, "s5": 2}
