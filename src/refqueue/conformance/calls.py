@@ -108,9 +108,10 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     call returned, the deadline index under a long interleaving, dead
     letters drained while others are made, orphans collected through the
     store), which says what each checks.
-``dead-letters-kept``, ``put-duplicate-concurrent``
-    ``refqueue.conformance.calls_many`` (hundreds of dead letters kept; four
-    threads putting one id at once), which says what each checks.
+``dead-letters-kept``, ``dedup-window-large``, ``put-duplicate-concurrent``
+    ``refqueue.conformance.calls_many`` (hundreds of dead letters kept; a
+    dedup window of hundreds of ids; four threads putting one id at once),
+    which says what each checks.
 
 A check whose capability the backend declares absent is listed as not run,
 with the reason; it never passes.  An exception of the backend that escapes
@@ -140,7 +141,9 @@ from refqueue.conformance.calls_leases import (
     altered_epoch, json_round_trip, lease_fields, lease_id_below_1, lease_id_not_int, lease_ids_from_1,
     lease_json_hostile, leases_across_clients, two_queues_one_store,
 )  # fmt: skip
-from refqueue.conformance.calls_many import KEPT, PUT_ROUNDS, PUTTERS, dead_letters_kept, put_duplicate_concurrent
+from refqueue.conformance.calls_many import (
+    DEDUP_LARGE, KEPT, PUT_ROUNDS, PUTTERS, dead_letters_kept, dedup_window_large, put_duplicate_concurrent,
+)  # fmt: skip
 from refqueue.conformance.calls_state import (
     callback_own_health, dead_letters_drained_copied, deadline_heap_interleaved, drain_concurrent, orphans_collected,
 )  # fmt: skip
@@ -468,6 +471,11 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "dead-letters-kept", f"{KEPT} dead letters are all listed by dead_letters(), in order (the default "
         "dead_letter_limit is 10,000)", dead_letters_kept, ("dead_letter",),
+    ),
+    Check(
+        "dedup-window-large", f"with dedup_window={DEDUP_LARGE}, each of {DEDUP_LARGE} completed ids (acked or "
+        "dead-lettered) is a replay, and the oldest is accepted once one more completed (D5)", dedup_window_large,
+        ("dedup_window",),
     ),
     Check(
         "put-duplicate-concurrent", f"{PUTTERS} threads put one new ref at once, {PUT_ROUNDS} rounds: exactly one is "

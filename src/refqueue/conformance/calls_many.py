@@ -1,11 +1,13 @@
 """The ``calls`` phase's checks that take many calls to show: many dead
-letters kept, many threads putting one id at once.  ``refqueue.conformance.calls``
-lists them (``NAMED_CHECKS``) and says what each checks (``dead-letters-kept``,
+letters kept, a large dedup window, many threads putting one id at once.
+``refqueue.conformance.calls`` lists them (``NAMED_CHECKS``) and says what
+each checks (``dead-letters-kept``, ``dedup-window-large``,
 ``put-duplicate-concurrent``); each runs on a fresh queue (``probe.Probe``).
 
-The walks keep a handful of samples and the threads phase gives each thread
-its own ids, so a queue that keeps only its newest hundred dead letters, or
-whose ``put`` checks for a duplicate and enqueues in two steps, passes them.
+The walks keep a handful of samples, their dedup windows hold a few ids, and
+the threads phase gives each thread its own ids, so a queue that keeps only
+its newest hundred dead letters, caps its dedup memory, or whose ``put``
+checks for a duplicate and enqueues in two steps, passes them.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from typing import Any
 from refqueue.conformance.contract import Backend, rejection_kind
 from refqueue.conformance.probe import WITHIN, Failed, Probe
 
-__all__ = ["KEPT", "PUTTERS", "PUT_ROUNDS", "dead_letters_kept", "put_duplicate_concurrent"]
+__all__ = [
+    "DEDUP_LARGE", "KEPT", "PUTTERS", "PUT_ROUNDS", "dead_letters_kept", "dedup_window_large", "put_duplicate_concurrent",
+]
 
 KEPT = 300  # dead letters on one queue: far below docs/API.md's default dead_letter_limit (10,000)
+DEDUP_LARGE = 600  # the dedup window of dedup-window-large: past the round caps a backend may pick (256, 512)
 PUTTERS = 4  # threads putting the same ref at once
 PUT_ROUNDS = 150  # rounds of them, each on a fresh id
 _SWITCH_S = 1e-5  # the interpreter's thread switch interval during the rounds (default 5 ms): races show
@@ -48,6 +53,46 @@ def dead_letters_kept(backend: Backend) -> int:
         return qq.calls
     finally:
         qq.close()
+
+
+def dedup_window_large(backend: Backend) -> int:
+    qq = Probe(backend, dedup_window=DEDUP_LARGE)
+    try:
+        ids = [f"u{n:04d}" for n in range(DEDUP_LARGE + 1)]
+        for n, sample_id in enumerate(ids[:DEDUP_LARGE]):
+            _complete(qq, sample_id, dead=n % 10 == 9)  # every tenth dead-lettered: it counts as completed (D5)
+        for sample_id, which in ((ids[0], "oldest"), (ids[9], "dead-lettered"), (ids[DEDUP_LARGE - 1], "newest")):
+            again = qq.ref(sample_id)
+            try:
+                qq.refuses(f"put({sample_id!r}) again, the {which} of {DEDUP_LARGE} ids completed on a queue made "
+                           f"with dedup_window={DEDUP_LARGE}", lambda again=again: qq.q.put(again), "replay")
+            finally:
+                qq.store.scrub(again)
+        _complete(qq, ids[DEDUP_LARGE], dead=False)  # one more: the oldest leaves the window
+        first = qq.ref(ids[0])
+        qq.call(f"put({ids[0]!r}) after {DEDUP_LARGE} newer ids completed (it left the dedup window)",
+                lambda: qq.q.put(first))
+        _complete(qq, ids[0], dead=False, put=False)
+        qq.expect_counts((0, 0, 0), f"every one of the {DEDUP_LARGE + 2} samples completed")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def _complete(qq: Probe, sample_id: str, *, dead: bool, put: bool = True) -> None:
+    """Put (unless ``put`` is False), acquire and ack (or dead-letter) ``sample_id``."""
+    if put:
+        ref = qq.ref(sample_id)
+        qq.call(f"put({sample_id!r})", lambda: qq.q.put(ref))
+    lease = qq.acquire(f"acquire() with {sample_id!r} pending")
+    if lease is None or getattr(getattr(lease, "ref", None), "sample_id", None) != sample_id:
+        raise Failed(f"acquire() with only {sample_id!r} pending returned {lease!r}")
+    if dead:
+        done = qq.call(f"dead_letter(lease of {sample_id!r}, 'kit')", lambda: qq.q.dead_letter(lease, "kit"))
+    else:
+        done = qq.call(f"ack(lease of {sample_id!r})", lambda: qq.q.ack(lease))
+    if done is not True:
+        raise Failed(f"{'dead_letter' if dead else 'ack'} of the live lease on {sample_id!r} did not return True")
 
 
 def put_duplicate_concurrent(backend: Backend) -> int:
