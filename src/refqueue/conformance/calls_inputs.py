@@ -7,7 +7,8 @@ every kind of metadata delivered as they were put.
 ``refqueue.conformance.calls`` lists them (``NAMED_CHECKS``) and says what
 each checks (``durations-above-max``, ``durations-not-positive``,
 ``dead-letter-reason``, ``dead-letter-reasons-kept``, ``sample-ids-exact``,
-``refs-delivered-intact``, ``foreign-uri-same-scheme``); each runs on a fresh queue (``probe.Probe``).
+``refs-delivered-intact``, ``foreign-uri-same-scheme``); each runs on a
+fresh queue (``probe.Probe``).
 
 docs/API.md: every public call validates its arguments and a rejected call
 changes nothing.  The walks and the lockstep machine pass only the values a
@@ -31,9 +32,9 @@ from refqueue.conformance.probe import Failed, Probe, bounded
 from refqueue.conformance.samples import RICH_META, sample_tensors
 
 __all__ = [
-    "LOOKALIKE_IDS", "ODD_REASONS", "dead_letter_reason", "dead_letter_reasons_kept", "refs_delivered_intact", "sample_ids_exact", "durations_above_max", "durations_not_positive",
-    "foreign_uri_same_scheme",
-]
+    "LOOKALIKE_IDS", "ODD_REASONS", "dead_letter_reason", "dead_letter_reasons_kept", "durations_above_max",
+    "durations_not_positive", "foreign_uri_same_scheme", "refs_delivered_intact", "sample_ids_exact",
+]  # fmt: skip
 
 
 def _refused_in_time(qq: Probe, what: str, call: Callable[[], Any], rule: str) -> None:
