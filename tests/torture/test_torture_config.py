@@ -111,3 +111,15 @@ def test_a_short_run_schedules_each_kind_asked_for_at_least_once():
 
 def test_a_run_too_short_for_the_quiet_seconds_schedules_nothing():
     assert plan(3, ("kill", "restart"), 2.0, 1, 2, 2.5) == ()
+
+
+def test_a_run_with_faults_too_short_to_hold_one_is_refused_before_it_starts(capsys):
+    from refqueue.cli import main
+
+    with pytest.raises(ValueError, match=r"^--duration 2 leaves no time for faults \(none comes in the first or the "
+                                         r"last 1 s of the run\); pass --duration 5 or more, or --faults none$"):
+        TortureConfig(faults=("kill",), duration=2.0)
+    assert TortureConfig(faults=(), duration=2.0).duration == 2.0  # a run without faults may be that short
+    assert TortureConfig(faults=("restart",), duration=2.5).duration == 2.5
+    assert main(["torture", "--faults", "kill,restart", "--duration", "1.5"]) == 2
+    assert "--duration 1.5 leaves no time for faults" in capsys.readouterr().err

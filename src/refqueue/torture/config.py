@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from refqueue._redact import redacted
+from refqueue.torture.schedule import QUIET
 
 __all__ = ["TortureConfig", "FAULTS", "PERSISTENCE", "parse_faults", "check_loopback_url"]
 
@@ -101,6 +102,11 @@ class TortureConfig:
         if not isinstance(self.faults, tuple) or any(f not in FAULTS for f in self.faults):
             raise ValueError(f"TortureConfig(faults={self.faults!r}) must be a tuple of {FAULTS}; use parse_faults()")
         _positive("--duration", self.duration)
+        if self.faults and self.duration <= 2 * QUIET:
+            raise ValueError(
+                f"--duration {self.duration:g} leaves no time for faults (none comes in the first or the last "
+                f"{QUIET:g} s of the run); pass --duration 5 or more, or --faults none"
+            )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"--seed {self.seed!r} must be an int >= 0; pass e.g. --seed 42")
         if self.url is not None:

@@ -36,11 +36,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-__all__ = ["FaultStep", "plan", "MEAN_INTERVAL"]
+__all__ = ["FaultStep", "plan", "MEAN_INTERVAL", "QUIET"]
 
 # Mean seconds between two faults of a kind (exponential gaps).
 MEAN_INTERVAL = {"kill": 4.0, "drop": 1.5, "restart": 15.0, "pause": 15.0}
-_QUIET = 1.0  # no fault in the first and the last second
+QUIET = 1.0  # no fault in the first and the last second
 
 
 @dataclass(frozen=True)
@@ -64,16 +64,16 @@ def plan(seed: int, faults: tuple[str, ...], duration: float, producers: int, co
     steps: list[FaultStep] = []
     for kind in faults:
         rng = random.Random(f"{seed}/{kind}")
-        at = _QUIET
+        at = QUIET
         drawn = 0
         while True:
             at += rng.expovariate(1.0 / MEAN_INTERVAL[kind])
-            if at > duration - _QUIET:
+            if at > duration - QUIET:
                 break
             steps.append(_step(kind, at, rng, producers, consumers, socket_timeout))
             drawn += 1
-        if drawn == 0 and duration > 2 * _QUIET:  # at least one of each kind asked for
-            steps.append(_step(kind, rng.uniform(_QUIET, duration - _QUIET), rng, producers, consumers,
+        if drawn == 0 and duration > 2 * QUIET:  # at least one of each kind asked for
+            steps.append(_step(kind, rng.uniform(QUIET, duration - QUIET), rng, producers, consumers,
                                socket_timeout))
     steps.sort(key=lambda step: (step.at, step.fault))
     return tuple(steps)
