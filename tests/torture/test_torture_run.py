@@ -34,7 +34,9 @@ def test_a_short_run_with_kills_and_lost_replies(redis_installed, tmp_path, caps
 
     status = main(["torture", "--faults", "kill,drop", "--duration", "8", "--seed", "1", "--producers", "1",
                    "--consumers", "2", "--dir", str(tmp_path), "--json"])
-    report = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    assert captured.out.strip(), f"refqueue torture printed no report (status {status}); stderr:\n{captured.err[-3000:]}"
+    report = json.loads(captured.out)
     [run] = report["runs"]
     steps = plan(1, ("kill", "drop"), 8.0, 1, 2, 2.5)
     assert [s["fault"] for s in run["schedule"]] == [s.fault for s in steps]  # the seed's schedule
