@@ -29,7 +29,7 @@ from typing import Any
 
 from refqueue.conformance.contract import Backend, rejection_kind
 from refqueue.conformance.probe import Failed, Probe, bounded
-from refqueue.conformance.samples import RICH_META, sample_tensors
+from refqueue.conformance.samples import RICH_META, STORE_META
 
 __all__ = [
     "LOOKALIKE_IDS", "ODD_REASONS", "dead_letter_reason", "dead_letter_reasons_kept", "durations_above_max",
@@ -219,8 +219,7 @@ def refs_delivered_intact(backend: Backend) -> int:
         put = []
         for n, meta in enumerate(RICH_META):
             sample_id = f"m{n}"
-            ref = qq.call(f"store.put({sample_id!r}, {meta})", lambda sample_id=sample_id, meta=meta: qq.store.put(
-                sample_id, sample_tensors(1 + n, n), num_tokens=1 + n, algorithm="eagle3", schema_version=1, **meta))
+            ref = qq.ref(sample_id, {**STORE_META, **meta})
             qq.call(f"put({sample_id!r})", lambda ref=ref: qq.q.put(ref))
             put.append(ref)
         for want in put if qq.caps.fifo else sorted(put, key=lambda r: r.sample_id):

@@ -21,7 +21,7 @@ from typing import Any
 from refqueue.clock import ManualClock
 from refqueue.conformance.contract import Backend, rejection_kind
 from refqueue.conformance.probe import Failed, NotRun, Probe
-from refqueue.conformance.samples import RICH_META, sample_tensors
+from refqueue.conformance.samples import RICH_META, STORE_META
 from refqueue.conformance.session import client_skew, open_clients
 from refqueue.refs import MAX_NESTING, SampleRef
 
@@ -146,12 +146,7 @@ _JSON_ID = "a-é-☃"
 def json_round_trip(backend: Backend) -> int:
     qq = _odd_probe(backend)
     try:
-        put = qq.call(f"store.put({_JSON_ID!r}, {RICH_META[0]})", lambda: qq.store.put(
-            _JSON_ID, sample_tensors(1, 0), num_tokens=1, algorithm="eagle3", schema_version=1, **RICH_META[0]))
-        qq.call(f"put({_JSON_ID!r})", lambda: qq.q.put(put))
-        lease = qq.acquire(f"acquire() with {_JSON_ID!r} pending")
-        if lease is None or getattr(getattr(lease, "ref", None), "sample_id", None) != _JSON_ID:
-            raise Failed(f"acquire() with only {_JSON_ID!r} pending returned {lease!r}")
+        lease = qq.leased(_JSON_ID, {**STORE_META, **RICH_META[0]})
         ref = lease.ref
         again = qq.call("SampleRef.from_json(ref.to_json())", lambda: SampleRef.from_json(ref.to_json()))
         for f in dataclasses.fields(SampleRef):

@@ -82,11 +82,11 @@ def dedup_window_large(backend: Backend) -> int:
 def _complete(qq: Probe, sample_id: str, *, dead: bool, put: bool = True) -> None:
     """Put (unless ``put`` is False), acquire and ack (or dead-letter) ``sample_id``."""
     if put:
-        ref = qq.ref(sample_id)
-        qq.call(f"put({sample_id!r})", lambda: qq.q.put(ref))
-    lease = qq.acquire(f"acquire() with {sample_id!r} pending")
-    if lease is None or getattr(getattr(lease, "ref", None), "sample_id", None) != sample_id:
-        raise Failed(f"acquire() with only {sample_id!r} pending returned {lease!r}")
+        lease = qq.leased(sample_id)
+    else:
+        lease = qq.acquire(f"acquire() with {sample_id!r} pending")
+        if lease is None or getattr(getattr(lease, "ref", None), "sample_id", None) != sample_id:
+            raise Failed(f"acquire() with only {sample_id!r} pending returned {lease!r}")
     if dead:
         done = qq.call(f"dead_letter(lease of {sample_id!r}, 'kit')", lambda: qq.q.dead_letter(lease, "kit"))
     else:

@@ -17,7 +17,7 @@ on this backend (the reason).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from refqueue.clock import ManualClock
@@ -125,15 +125,16 @@ class Probe:
             return
         raise Failed(f"{what} returned {value!r}; docs/API.md says it raises ({kind!r})")
 
-    def ref(self, sample_id: str) -> Any:
+    def ref(self, sample_id: str, meta: Mapping[str, Any] = STORE_META) -> Any:
+        """A one-unit sample stored under ``sample_id`` with ``meta`` (FeatureStore.put's keywords)."""
         self._tags += 1
         return self.call(
-            f"store.put({sample_id!r})",
-            lambda: self.store.put(sample_id, sample_tensors(1, self._tags), num_tokens=1, **STORE_META),
+            f"store.put({sample_id!r})" if meta is STORE_META else f"store.put({sample_id!r}, {dict(meta)})",
+            lambda: self.store.put(sample_id, sample_tensors(1, self._tags), num_tokens=1, **meta),
         )
 
-    def leased(self, sample_id: str) -> Any:
-        ref = self.ref(sample_id)
+    def leased(self, sample_id: str, meta: Mapping[str, Any] = STORE_META) -> Any:
+        ref = self.ref(sample_id, meta)
         self.call(f"put({sample_id!r})", lambda: self.q.put(ref))
         lease = self.acquire(f"acquire() with {sample_id!r} pending")
         if lease is None or lease.ref.sample_id != sample_id:
