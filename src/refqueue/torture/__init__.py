@@ -30,8 +30,6 @@ __all__ = [
 
 def run_torture(config: TortureConfig, progress=None):  # noqa: ANN001, ANN201 (imports the heavy parts lazily)
     """One run (``refqueue.torture.runner.run_torture``)."""
-    import sys
-
     from refqueue.torture.runner import run_torture as run
 
-    return run(config, sys.stderr if progress is None else progress)
+    return run(config, progress)

@@ -58,8 +58,14 @@ def _say(stream: Any, text: str) -> None:
         print(text, file=stream, flush=True)
 
 
-def run_torture(config: TortureConfig, progress: Any = sys.stderr) -> RunResult:
-    """Run ``config`` and return its history and summary (``check`` the history next)."""
+def run_torture(config: TortureConfig, progress: Any = None) -> RunResult:
+    """Run ``config`` and return its history and summary (``check`` the history next).
+
+    Progress lines go to ``progress`` (a text stream), by default to ``sys.stderr`` as it is when the run
+    starts (not when this module was imported: a redirect made since, or a capture closed since, must not
+    break the run)."""
+    if progress is None:
+        progress = sys.stderr
     from refqueue.torture.final import finish_run
     from refqueue.torture.nemesis import Nemesis
     from refqueue.torture.processes import Supervisor
