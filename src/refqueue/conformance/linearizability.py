@@ -51,7 +51,10 @@ them later, in order, in any call of any thread, so the fired-but-undelivered
 callbacks are part of the search state, each ``callback`` event delivers the
 oldest, and a linearization must leave none undelivered.  A ``health()``
 answer that no state gives (its bytes and sample count disagree, or its flags
-contradict the watermarks) is illegal before any search.  A backend that
+contradict the watermarks) is illegal before any search; a ``health()``
+read that overlaps a reclaim dead-lettering several samples may show some of
+them scrubbed and the others not (the store is read directly, and the reclaim
+scrubs them one after another).  A backend that
 completes in two steps (D9, the history's ``scrub_window``: an ack or dead
 letter commits with a scrub intent and its call scrubs the data before it
 returns) may refuse a put of the id as a duplicate (``ScrubPending``) while
@@ -75,6 +78,7 @@ The checker reads the history only; it never touches a backend.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -234,6 +238,10 @@ class _Context:
                 key = e.lease_arg()
                 if e.call in ("ack", "dead_letter", "fail") and key in sample_of and e.returned is True:
                     self.handed_back.setdefault(sample_of[key], []).append((e.invoke, e.respond))
+        # The reclaims that took back two leases or more, as (invoke, respond): one that dead-letters
+        # several samples scrubs them one after another, so a store read may fall between two scrubs.
+        self.reclaims = [(e.invoke, e.respond) for e in self.events
+                         if e.call == "reclaim_expired" and isinstance(e.returned, int) and e.returned > 1]
 
     def in_scrub_window(self, state: State, e: Event) -> bool:
         """Whether ``e``, a put refused as a duplicate where the model would take
@@ -245,6 +253,32 @@ class _Context:
         if rec is None or rec.status not in (ACKED, DEAD):
             return False
         return any(invoke < e.respond and respond > e.invoke for invoke, respond in self.handed_back.get(sample_id, ()))
+
+    def between_scrubs(self, state: State, e: Event) -> bool:
+        """Whether ``e``, a ``health()`` read the model does not answer so in
+        ``state``, fell between the scrubs of one reclaim: a reclaim that
+        overlaps it in time dead-letters two samples or more from ``state``,
+        and the read shows some of them scrubbed and the others not (the
+        store is read directly, not through the queue, and a reclaim scrubs
+        its dead letters one after another)."""
+        got = e.returned
+        if not isinstance(got, dict) or not any(a < e.respond and b > e.invoke for a, b in self.reclaims):
+            return False
+        after = A.reclaim_expired(self.cfg, state).state
+        made = after.dead[len(state.dead):]
+        if len(made) < 2:
+            return False
+        sizes = [A.rec_of(state, sid).nbytes for sid, _ in made]  # type: ignore[union-attr]
+        resident, count = state.resident_bytes, state.resident_count
+        cfg = self.cfg
+        for j in range(1, len(sizes)):
+            for scrubbed in {sum(c) for c in itertools.combinations(sizes, j)}:
+                left = resident - scrubbed
+                if got == {"resident": left, "count": count - j,
+                           "high": cfg.store_high is not None and left >= cfg.store_high,
+                           "low": cfg.store_low is not None and left <= cfg.store_low}:
+                    return True
+        return False
 
     def initial(self) -> Search:
         state = initial_state(self.history.clock_start)
@@ -368,6 +402,8 @@ class _Context:
             if (e.call == "put" and e.raised == "duplicate" and out.error is None and self.handed_back
                     and self.in_scrub_window(search[0], e)):
                 return search  # refused while the completion's scrub ran (D9): nothing changed
+            if e.call == "health" and self.reclaims and self.between_scrubs(search[0], e):
+                return search  # a read between two scrubs of one reclaim: nothing changed
             return None
         fired = _callbacks(e, out)
         if fired:
