@@ -42,3 +42,4 @@ def open_client(queue: Any, store: Any, clock: Any) -> Client:
 
 
 make.open_client = open_client  # type: ignore[attr-defined]
+make.capabilities = inprocess.capabilities  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ reference model (so certifying it checks something).  Each rule of
 ``_drained``        the terminal None              ``_remember``    the dedup window
 ``_effective``      residency the hysteresis sees  ``_admits``      whether a step enqueues
 ``_wake_producers`` who a change of room wakes     ``_wake_if_drained`` consumers at the drain
+``_keep_dead``      which dead letters the limit drops
 
 Backpressure (D8): a blocking put that goes to wait *parks* its ref (its
 bytes join ``_parked_bytes``) until the call ends, however it ends, and wakes
@@ -45,6 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from refqueue.conformance.contract import Capabilities
 from refqueue.errors import DuplicateSample, ForeignLease, PutAborted, QueueClosed, ReplayedSample
 from refqueue.refs import SampleRef, load_json
 
@@ -163,6 +165,7 @@ class BaseQueue:
         on_resume: Callable[[Any], None] | None = None,
         max_deliveries: int | None = None,
         dedup_window: int = 0,
+        dead_letter_limit: int = 10_000,
     ) -> None:
         self._vt = Timeout(visibility_timeout)
         high = high_watermark_bytes if high_watermark_bytes is not None else store.high_watermark_bytes
@@ -177,6 +180,8 @@ class BaseQueue:
             raise ValueError(f"max_deliveries must be None or an int >= 1, got {max_deliveries!r}")
         if isinstance(dedup_window, bool) or not isinstance(dedup_window, int) or dedup_window < 0:
             raise ValueError(f"dedup_window must be an int >= 0, got {dedup_window!r}")
+        if isinstance(dead_letter_limit, bool) or not isinstance(dead_letter_limit, int) or dead_letter_limit < 1:
+            raise ValueError(f"dead_letter_limit must be an int >= 1, got {dead_letter_limit!r}")
         self._store = store
         self._clock = clock
         self._high, self._low = high, low
@@ -194,6 +199,8 @@ class BaseQueue:
         self._pending: deque[str] = deque()
         self._entries: dict[str, _Entry] = {}  # sample id -> entry, pending or leased
         self._dead: list[DeadLetter] = []
+        self._dead_limit = dead_letter_limit
+        self._dead_dropped = 0  # dead letters dropped, oldest first, to keep the limit
         self._completed: deque[str] = self._window(dedup_window)
         self._dedup = dedup_window
         self._closed = False
@@ -249,9 +256,16 @@ class BaseQueue:
         del self._entries[entry.ref.sample_id]
         if reason is not None:
             self._dead.append(DeadLetter(entry.ref, reason, entry.deliveries))
+            self._keep_dead()
         self._remember(entry.ref.sample_id)
         self._wake_producers("ack" if reason is None else "dead_letter")
         self._wake_if_drained("ack" if reason is None else "dead_letter")
+
+    def _keep_dead(self) -> None:
+        """Past the limit, drop the oldest dead letter and count it."""
+        if len(self._dead) > self._dead_limit:
+            del self._dead[0]
+            self._dead_dropped += 1
 
     def _wake_producers(self, why: str) -> None:
         """Room may have changed (``why``: "ack", "dead_letter", "park", "resume"
@@ -535,6 +549,15 @@ class BaseQueue:
         with self._lock:
             return list(self._dead)
 
+    @property
+    def dead_letters_dropped(self) -> int:
+        with self._lock:
+            return self._dead_dropped
+
+    @property
+    def dead_letter_limit(self) -> int:
+        return self._dead_limit
+
     def drain_dead_letters(self) -> list[DeadLetter]:
         with self._lock:
             drained, self._dead = self._dead, []  # the caller owns the old list; the queue starts a new one
@@ -576,6 +599,7 @@ def factory(cls: type[BaseQueue], *, make_store: Callable[[], Any] | None = None
         return cls(store, clock, **config)
 
     make.__qualname__ = f"make[{cls.__name__}]"
+    make.capabilities = Capabilities(dead_letter_limit=True)  # type: ignore[attr-defined]
     if make_store is not None:
         make.make_store = make_store  # type: ignore[attr-defined]
     return make

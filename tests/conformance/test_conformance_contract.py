@@ -10,7 +10,7 @@ def test_load_backend_reads_capabilities_and_store_factory():
     backend = load_backend("conformance.mutants.release_scrubs:make")
     assert isinstance(backend, Backend)
     assert backend.target == "conformance.mutants.release_scrubs:make"
-    assert backend.capabilities == Capabilities()
+    assert backend.capabilities == Capabilities(dead_letter_limit=True)  # the mutants' base declares it
     assert callable(backend.make_store)
 
 
@@ -70,7 +70,7 @@ def test_capabilities_are_bools():
     with pytest.raises(TypeError, match=r"^Capabilities\.fifo must be a bool, got 1 \(int\); pass True or False$"):
         Capabilities(fifo=1)
     caps = Capabilities(fifo=False, dedup_window=False)
-    assert caps.lacking() == ["fifo", "dedup_window", "faults"]  # faults is off unless declared
+    assert caps.lacking() == ["fifo", "dedup_window", "faults", "dead_letter_limit"]  # the last two: off unless declared
     assert caps.to_dict()["extend"] is True
 
 

@@ -1781,7 +1781,7 @@ def _forget(client: Any, keys: list[str]) -> None:
 def _capabilities(**declared: bool) -> Any:
     from refqueue.conformance.contract import Capabilities
 
-    return Capabilities(faults=True, **declared)
+    return Capabilities(faults=True, dead_letter_limit=True, **declared)
 
 
 def _faults() -> Any:

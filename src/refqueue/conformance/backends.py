@@ -26,4 +26,4 @@ def inprocess(store: Any, clock: Any, **config: Any) -> Any:
     return SampleRefQueue(store, timeout, clock=clock, **config)
 
 
-inprocess.capabilities = Capabilities()  # type: ignore[attr-defined]
+inprocess.capabilities = Capabilities(dead_letter_limit=True)  # type: ignore[attr-defined]

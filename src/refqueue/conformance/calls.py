@@ -142,7 +142,8 @@ from refqueue.conformance.calls_leases import (
     lease_json_hostile, leases_across_clients, two_queues_one_store,
 )  # fmt: skip
 from refqueue.conformance.calls_many import (
-    DEDUP_LARGE, KEPT, PUT_ROUNDS, PUTTERS, dead_letters_kept, dedup_window_large, put_duplicate_concurrent,
+    DEDUP_LARGE, KEPT, LIMIT, PUT_ROUNDS, PUTTERS, dead_letter_limit, dead_letters_kept, dedup_window_large,
+    put_duplicate_concurrent,
 )  # fmt: skip
 from refqueue.conformance.calls_state import (
     callback_own_health, dead_letters_drained_copied, deadline_heap_interleaved, drain_concurrent, orphans_collected,
@@ -471,6 +472,11 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "dead-letters-kept", f"{KEPT} dead letters are all listed by dead_letters(), in order (the default "
         "dead_letter_limit is 10,000)", dead_letters_kept, ("dead_letter",),
+    ),
+    Check(
+        "dead-letter-limit", f"with dead_letter_limit={LIMIT}, dead_letters() keeps the newest {LIMIT}, the oldest "
+        "dropped and counted (dead_letters_dropped); a drain drops nothing", dead_letter_limit,
+        ("dead_letter", "dead_letter_limit"),
     ),
     Check(
         "dedup-window-large", f"with dedup_window={DEDUP_LARGE}, each of {DEDUP_LARGE} completed ids (acked or "

@@ -1,8 +1,9 @@
 """The ``calls`` phase's checks that take many calls to show: many dead
-letters kept, a large dedup window, many threads putting one id at once.
-``refqueue.conformance.calls`` lists them (``NAMED_CHECKS``) and says what
-each checks (``dead-letters-kept``, ``dedup-window-large``,
-``put-duplicate-concurrent``); each runs on a fresh queue (``probe.Probe``).
+letters kept, and the oldest dropped past ``dead_letter_limit``, a large dedup
+window, many threads putting one id at once.  ``refqueue.conformance.calls``
+lists them (``NAMED_CHECKS``) and says what each checks (``dead-letters-kept``,
+``dead-letter-limit``, ``dedup-window-large``, ``put-duplicate-concurrent``);
+each runs on a fresh queue (``probe.Probe``).
 
 The walks keep a handful of samples, their dedup windows hold a few ids, and
 the threads phase gives each thread its own ids, so a queue that keeps only
@@ -20,10 +21,12 @@ from refqueue.conformance.contract import Backend, rejection_kind
 from refqueue.conformance.probe import WITHIN, Failed, Probe
 
 __all__ = [
-    "DEDUP_LARGE", "KEPT", "PUTTERS", "PUT_ROUNDS", "dead_letters_kept", "dedup_window_large", "put_duplicate_concurrent",
+    "DEDUP_LARGE", "KEPT", "LIMIT", "PUTTERS", "PUT_ROUNDS", "dead_letter_limit", "dead_letters_kept", "dedup_window_large",
+    "put_duplicate_concurrent",
 ]
 
 KEPT = 300  # dead letters on one queue: far below docs/API.md's default dead_letter_limit (10,000)
+LIMIT = 4  # the dead_letter_limit of dead-letter-limit, which makes LIMIT + 3 dead letters
 DEDUP_LARGE = 600  # the dedup window of dedup-window-large: past the round caps a backend may pick (256, 512)
 PUTTERS = 4  # threads putting the same ref at once
 PUT_ROUNDS = 150  # rounds of them, each on a fresh id
@@ -53,6 +56,63 @@ def dead_letters_kept(backend: Backend) -> int:
         return qq.calls
     finally:
         qq.close()
+
+
+def dead_letter_limit(backend: Backend) -> int:
+    """Past ``dead_letter_limit``, the oldest dead letters are dropped (and
+    counted in ``dead_letters_dropped``); draining drops nothing, and the
+    limit holds again after a drain."""
+    qq = Probe(backend, dead_letter_limit=LIMIT)
+    try:
+        made = LIMIT + 3
+        letters = [(f"L{n}", f"reason {n}") for n in range(made)]
+        for sample_id, reason in letters:
+            lease = qq.leased(sample_id)
+            if qq.call(f"dead_letter(lease of {sample_id!r}, {reason!r})",
+                       lambda: qq.q.dead_letter(lease, reason)) is not True:
+                raise Failed(f"dead_letter of the live lease on {sample_id!r} did not return True")
+        context = f"after {made} dead letters on a queue made with dead_letter_limit={LIMIT}"
+        _expect_letters(qq, "dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), letters[-LIMIT:], context)
+        _expect_dropped(qq, made - LIMIT, context)
+        limit = getattr(qq.q, "dead_letter_limit", LIMIT)
+        if limit != LIMIT:
+            raise Failed(f"a queue made with dead_letter_limit={LIMIT} has dead_letter_limit {limit!r}")
+        if not hasattr(qq.q, "drain_dead_letters"):
+            return qq.calls
+        drained = qq.call("drain_dead_letters()", qq.q.drain_dead_letters)
+        _expect_letters(qq, "drain_dead_letters()", drained, letters[-LIMIT:], context)
+        _expect_letters(qq, "dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), [],
+                        f"{context}, once drained")
+        _expect_dropped(qq, made - LIMIT, f"{context} and a drain (draining drops nothing)")
+        again = [(f"M{n}", "again") for n in range(LIMIT + 1)]
+        for sample_id, reason in again:
+            lease = qq.leased(sample_id)
+            qq.call(f"dead_letter(lease of {sample_id!r}, {reason!r})", lambda: qq.q.dead_letter(lease, reason))
+        context = f"{context}, a drain and {LIMIT + 1} more"
+        _expect_letters(qq, "dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), again[-LIMIT:], context)
+        _expect_dropped(qq, made - LIMIT + 1, context)
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def _expect_letters(qq: Probe, call: str, got: Any, want: list[tuple[str, str]], context: str) -> None:
+    listed = [(getattr(getattr(d, "ref", None), "sample_id", None), getattr(d, "reason", None)) for d in got]
+    if listed != want:
+        raise Failed(
+            f"{context}, {call} lists {[sid for sid, _ in listed]} (reasons {[r for _, r in listed]}); docs/API.md: "
+            f"the newest dead_letter_limit not yet drained, in dead-letter order (so {[sid for sid, _ in want]}), "
+            f"the oldest dropped first"
+        )
+
+
+def _expect_dropped(qq: Probe, want: int, context: str) -> None:
+    if not hasattr(qq.q, "dead_letters_dropped"):
+        return
+    dropped = qq.call("dead_letters_dropped", lambda: qq.q.dead_letters_dropped)
+    if dropped != want:
+        raise Failed(f"{context}, dead_letters_dropped is {dropped!r}, not {want} (the dead letters dropped to keep "
+                     f"the limit)")
 
 
 def dedup_window_large(backend: Backend) -> int:

@@ -14,6 +14,9 @@ capabilities allow:
     watermark applies then, D4)
 ``max_deliveries`` / ``dedup_window``
     D7 / D5, only when declared
+``dead_letter_limit``
+    how many dead letters ``dead_letters()`` keeps (the oldest dropped
+    first), only when declared (``Capabilities.dead_letter_limit``)
 ``on_pause`` / ``on_resume``
     callbacks taking a ``StoreHealth``; always passed
 
@@ -75,6 +78,7 @@ CONFIG_KEYS = (
     "on_resume",
     "max_deliveries",
     "dedup_window",
+    "dead_letter_limit",
 )
 
 
@@ -106,7 +110,15 @@ class Capabilities:
     ``faults``
         the factory carries ``FaultHooks`` as its ``faults`` attribute, and the
         backend keeps D9 under the faults they inject (the ``faults`` phase).
-        The only flag that defaults to no: a backend opts in
+        Defaults to no: a backend opts in
+    ``dead_letter_limit``
+        the constructor keyword ``dead_letter_limit`` is honoured: the queue
+        keeps the newest that many dead letters, dropping the oldest (and
+        counting them in ``dead_letters_dropped``, where it has it).  Defaults
+        to no, as the kit began to pass the keyword after factories were
+        written that forward every keyword they get to a constructor without
+        it: a backend opts in, and the calls phase's ``dead-letter-limit``
+        check runs
 
     A capability declared absent shrinks the world the kit drives (the walks
     and ``--exhaustive`` run on the world graph without those actions); the
@@ -124,6 +136,7 @@ class Capabilities:
     lease_json: bool = True
     reclaimer: bool = True
     faults: bool = False
+    dead_letter_limit: bool = False
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
