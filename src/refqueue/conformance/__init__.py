@@ -33,8 +33,9 @@ The phases, in the order they run (each module ``refqueue.conformance.NAME``):
                   epoch, id, fields and JSON), ``calls_inputs`` (durations,
                   reasons and store URIs a queue must refuse; reasons, ids
                   and ref metadata of every shape kept exactly), ``calls_many``
-                  (hundreds of dead letters; a dedup window of hundreds of
-                  ids; concurrent puts of one id) and
+                  (hundreds of dead letters; the oldest dropped past
+                  ``dead_letter_limit``; a dedup window of hundreds of ids;
+                  concurrent puts of one id) and
                   ``calls_state`` (state handed out or kept long: callbacks'
                   health, returned lists, the deadline index, orphans) for
                   some of the checks, ``probe`` (one queue, its calls
