@@ -58,6 +58,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
+from refqueue._checks import check_count
+
 __all__ = ["EventLog", "Sink", "RingSink", "JsonlSink", "CallbackSink", "QUEUE_EVENTS", "STORE_EVENTS",
            "LOADER_EVENTS"]
 
@@ -81,13 +83,8 @@ class Sink(Protocol):
 
 
 def _check_positive_int(name: str, value: object, fix: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__}); {fix}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}; {fix}")
-    if value > sys.maxsize:  # (more than a deque, a list or a file offset holds)
-        raise ValueError(f"{name} must be <= {sys.maxsize}, got {value}; {fix}")
-    return value
+    """An int from 1 to ``sys.maxsize`` (more than a deque, a list or a file offset holds)."""
+    return check_count(name, value, 1, fix, sys.maxsize)
 
 
 class RingSink:
