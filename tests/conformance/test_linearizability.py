@@ -528,6 +528,37 @@ def test_a_read_between_scrubs_must_leave_some_of_its_dead_letters_and_overlap_t
     assert check(_reclaim_with_a_read((3, 2), max_deliveries=None)).result == ILLEGAL
 
 
+def test_a_read_between_the_scrubs_of_a_large_reclaim_is_decided_at_once():
+    # 30 leases expire together and are dead-lettered by one reclaim; a read with 13 of them
+    # scrubbed is explained without trying each set of 13 of 30 (about 1.2e8 of them)
+    n, events, stored = 30, [], {}
+    for i in range(n):
+        stored[f"s{i:02d}"] = 1 + i % 2
+        events.append({"thread": 1, "call": "put", "args": [f"s{i:02d}"], "returned": None})
+    for i in range(n):
+        events.append({"thread": 1, "call": "acquire_nowait", "args": [], "returned": {
+            "sample_id": f"s{i:02d}", "redelivery_count": 0, "deadline": 102.0, "epoch": "q", "lease_id": i + 1,
+            "ref_ok": True}})
+    events.append({"thread": 0, "call": "tick", "args": [2.0], "returned": None})
+    for k, e in enumerate(events):
+        e.update(id=k, invoke=2 * k + 1, respond=2 * k + 2)
+    t = 2 * len(events) + 1
+    scrubbed = sum(1 + i % 2 for i in range(13))  # s00..s12
+    left = sum(stored.values()) - scrubbed
+    events.append({"id": len(events), "thread": 0, "call": "reclaim_expired", "args": [], "invoke": t,
+                   "respond": t + 3, "returned": n})
+    events.append({"id": len(events), "thread": 2, "call": "health", "args": [], "invoke": t + 1, "respond": t + 2,
+                   "returned": {"resident": left, "count": n - 13, "high": False, "low": False}})
+    h = History.from_dict({
+        "format": "refqueue-history/1", "backend": "hand-built", "seed": None,
+        "config": {"visibility_timeout": 2.0, "max_deliveries": 1, "dedup_window": None},
+        "store": {"capacity": None, "max_samples": None, "high": None, "low": None}, "fifo": True, "deadlines": True,
+        "clock_start": 100.0, "epoch": "q", "stored": stored, "events": events,
+    })  # fmt: skip
+    v = check(h, timeout=20.0)
+    assert v.ok, v.describe()
+
+
 # -- a step that aborted is not quiet: placed where the queue was not paused, it pauses ----------
 
 

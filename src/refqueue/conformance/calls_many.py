@@ -72,7 +72,7 @@ def dead_letter_limit(backend: Backend) -> int:
                        lambda: qq.q.dead_letter(lease, reason)) is not True:
                 raise Failed(f"dead_letter of the live lease on {sample_id!r} did not return True")
         context = f"after {made} dead letters on a queue made with dead_letter_limit={LIMIT}"
-        _expect_letters(qq, "dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), letters[-LIMIT:], context)
+        _expect_letters("dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), letters[-LIMIT:], context)
         _expect_dropped(qq, made - LIMIT, context)
         limit = getattr(qq.q, "dead_letter_limit", LIMIT)
         if limit != LIMIT:
@@ -80,8 +80,8 @@ def dead_letter_limit(backend: Backend) -> int:
         if not hasattr(qq.q, "drain_dead_letters"):
             return qq.calls
         drained = qq.call("drain_dead_letters()", qq.q.drain_dead_letters)
-        _expect_letters(qq, "drain_dead_letters()", drained, letters[-LIMIT:], context)
-        _expect_letters(qq, "dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), [],
+        _expect_letters("drain_dead_letters()", drained, letters[-LIMIT:], context)
+        _expect_letters("dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), [],
                         f"{context}, once drained")
         _expect_dropped(qq, made - LIMIT, f"{context} and a drain (draining drops nothing)")
         again = [(f"M{n}", "again") for n in range(LIMIT + 1)]
@@ -89,14 +89,14 @@ def dead_letter_limit(backend: Backend) -> int:
             lease = qq.leased(sample_id)
             qq.call(f"dead_letter(lease of {sample_id!r}, {reason!r})", lambda: qq.q.dead_letter(lease, reason))
         context = f"{context}, a drain and {LIMIT + 1} more"
-        _expect_letters(qq, "dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), again[-LIMIT:], context)
+        _expect_letters("dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), again[-LIMIT:], context)
         _expect_dropped(qq, made - LIMIT + 1, context)
         return qq.calls
     finally:
         qq.close()
 
 
-def _expect_letters(qq: Probe, call: str, got: Any, want: list[tuple[str, str]], context: str) -> None:
+def _expect_letters(call: str, got: Any, want: list[tuple[str, str]], context: str) -> None:
     listed = [(getattr(getattr(d, "ref", None), "sample_id", None), getattr(d, "reason", None)) for d in got]
     if listed != want:
         raise Failed(

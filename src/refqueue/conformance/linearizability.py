@@ -78,7 +78,6 @@ The checker reads the history only; it never touches a backend.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -268,11 +267,15 @@ class _Context:
         made = after.dead[len(state.dead):]
         if len(made) < 2:
             return False
-        sizes = [A.rec_of(state, sid).nbytes for sid, _ in made]  # type: ignore[union-attr]
+        # (how many scrubbed, their units) for every set of them: a set of pairs, not of sets
+        reach = {(0, 0)}
+        for sid, _ in made:
+            units = A.rec_of(state, sid).nbytes  # type: ignore[union-attr]
+            reach |= {(j + 1, scrubbed + units) for j, scrubbed in reach}
         resident, count = state.resident_bytes, state.resident_count
         cfg = self.cfg
-        for j in range(1, len(sizes)):
-            for scrubbed in {sum(c) for c in itertools.combinations(sizes, j)}:
+        for j, scrubbed in reach:
+            if 0 < j < len(made):
                 left = resident - scrubbed
                 if got == {"resident": left, "count": count - j,
                            "high": cfg.store_high is not None and left >= cfg.store_high,
