@@ -38,9 +38,7 @@ def dead_letters_kept(backend: Backend) -> int:
     try:
         ids = [f"k{n}" for n in range(KEPT)]
         for sample_id in ids:
-            lease = qq.leased(sample_id)
-            if qq.call(f"dead_letter(lease of {sample_id!r}, 'kit')", lambda: qq.q.dead_letter(lease, "kit")) is not True:
-                raise Failed(f"dead_letter of the live lease on {sample_id!r} did not return True")
+            _complete(qq, sample_id, dead=True)
         listed = [getattr(getattr(d, "ref", None), "sample_id", None) for d in qq.call("dead_letters()", qq.q.dead_letters)]
         if listed != ids:
             missing = [i for i in ids if i not in listed]
@@ -67,10 +65,7 @@ def dead_letter_limit(backend: Backend) -> int:
         made = LIMIT + 3
         letters = [(f"L{n}", f"reason {n}") for n in range(made)]
         for sample_id, reason in letters:
-            lease = qq.leased(sample_id)
-            if qq.call(f"dead_letter(lease of {sample_id!r}, {reason!r})",
-                       lambda: qq.q.dead_letter(lease, reason)) is not True:
-                raise Failed(f"dead_letter of the live lease on {sample_id!r} did not return True")
+            _complete(qq, sample_id, dead=True, reason=reason)
         context = f"after {made} dead letters on a queue made with dead_letter_limit={LIMIT}"
         _expect_letters("dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), letters[-LIMIT:], context)
         _expect_dropped(qq, made - LIMIT, context)
@@ -86,8 +81,7 @@ def dead_letter_limit(backend: Backend) -> int:
         _expect_dropped(qq, made - LIMIT, f"{context} and a drain (draining drops nothing)")
         again = [(f"M{n}", "again") for n in range(LIMIT + 1)]
         for sample_id, reason in again:
-            lease = qq.leased(sample_id)
-            qq.call(f"dead_letter(lease of {sample_id!r}, {reason!r})", lambda: qq.q.dead_letter(lease, reason))
+            _complete(qq, sample_id, dead=True, reason=reason)
         context = f"{context}, a drain and {LIMIT + 1} more"
         _expect_letters("dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), again[-LIMIT:], context)
         _expect_dropped(qq, made - LIMIT + 1, context)
@@ -139,8 +133,8 @@ def dedup_window_large(backend: Backend) -> int:
         qq.close()
 
 
-def _complete(qq: Probe, sample_id: str, *, dead: bool, put: bool = True) -> None:
-    """Put (unless ``put`` is False), acquire and ack (or dead-letter) ``sample_id``."""
+def _complete(qq: Probe, sample_id: str, *, dead: bool, put: bool = True, reason: str = "kit") -> None:
+    """Put (unless ``put`` is False), acquire and ack (or dead-letter with ``reason``) ``sample_id``."""
     if put:
         lease = qq.leased(sample_id)
     else:
@@ -148,7 +142,7 @@ def _complete(qq: Probe, sample_id: str, *, dead: bool, put: bool = True) -> Non
         if lease is None or getattr(getattr(lease, "ref", None), "sample_id", None) != sample_id:
             raise Failed(f"acquire() with only {sample_id!r} pending returned {lease!r}")
     if dead:
-        done = qq.call(f"dead_letter(lease of {sample_id!r}, 'kit')", lambda: qq.q.dead_letter(lease, "kit"))
+        done = qq.call(f"dead_letter(lease of {sample_id!r}, {reason!r})", lambda: qq.q.dead_letter(lease, reason))
     else:
         done = qq.call(f"ack(lease of {sample_id!r})", lambda: qq.q.ack(lease))
     if done is not True:

@@ -81,7 +81,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from refqueue.conformance.history import Event, History, answer_text, lease_text
@@ -251,7 +251,7 @@ class _Context:
         rec = A.rec_of(state, sample_id)
         if rec is None or rec.status not in (ACKED, DEAD):
             return False
-        return any(invoke < e.respond and respond > e.invoke for invoke, respond in self.handed_back.get(sample_id, ()))
+        return _overlaps(self.handed_back.get(sample_id, ()), e)
 
     def between_scrubs(self, state: State, e: Event) -> bool:
         """Whether ``e``, a ``health()`` read the model does not answer so in
@@ -261,7 +261,7 @@ class _Context:
         store is read directly, not through the queue, and a reclaim scrubs
         its dead letters one after another)."""
         got = e.returned
-        if not isinstance(got, dict) or not any(a < e.respond and b > e.invoke for a, b in self.reclaims):
+        if not isinstance(got, dict) or not _overlaps(self.reclaims, e):
             return False
         after = A.reclaim_expired(self.cfg, state).state
         made = after.dead[len(state.dead):]
@@ -572,6 +572,11 @@ def _tie_groups(before: State, after: State) -> tuple[frozenset[str], ...]:
         if before.ids[i] in requeued:
             due.setdefault(before.recs[i].deadline, set()).add(before.ids[i])  # type: ignore[arg-type]
     return tuple(frozenset(g) for g in due.values() if len(g) > 1)
+
+
+def _overlaps(spans: Iterable[tuple[int, int]], e: Event) -> bool:
+    """Whether one of ``spans`` (a call's (invoke, respond)) overlaps ``e`` in time."""
+    return any(invoke < e.respond and respond > e.invoke for invoke, respond in spans)
 
 
 def _impossible_read(ctx: _Context) -> tuple[int, str] | None:

@@ -54,8 +54,7 @@ class RunResult:
 
 
 def _say(stream: Any, text: str) -> None:
-    if stream is not None:
-        print(text, file=stream, flush=True)
+    print(text, file=stream, flush=True)
 
 
 def run_torture(config: TortureConfig, progress: Any = None) -> RunResult:
