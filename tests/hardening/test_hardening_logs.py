@@ -149,6 +149,24 @@ def test_a_log_that_is_a_fifo_is_refused_at_once(tmp_path, command):
     assert code == 2 and "not a regular file" in err and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize("content", [b"", b"\n\n"], ids=["empty", "blank lines"])
+def test_a_log_with_no_records_is_not_a_pass(tmp_path, content):
+    # a run whose sink wrote elsewhere leaves an empty file; "OK: 0 events" would pass it
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(content)
+    code, out, err = cli("trace-check", str(path))
+    assert code == 2 and "no records to check" in err and str(path) in err and "OK" not in out, (code, out, err)
+    code, out, err = cli("report", str(path), "--html", str(tmp_path / "out.html"))
+    assert code == 2 and err.startswith("refqueue report: ") and not (tmp_path / "out.html").exists(), (code, err)
+
+
+def test_trace_check_refuses_a_tla_bound_below_one(tmp_path):
+    path = tmp_path / "run.jsonl"
+    write_log(path)
+    code, out, err = cli("trace-check", str(path), "--tla", "--tla-max-events", "0")
+    assert code == 2 and "--tla-max-events must be >= 1, got 0" in err and out == "", (code, out, err)
+
+
 # -- 15. top on malformed lines ---------------------------------------------------------------
 
 

@@ -3,7 +3,7 @@
 Exit 0: every record is allowed; 1: a violation (the first refused record,
 the model state before it and the records around it are printed); 2: the
 input cannot be checked (a missing or unreadable file, a line that is not
-JSON, lost records), with a message saying why.  Prints the counts (events,
+JSON, lost records, no records at all), with a message saying why.  Prints the counts (events,
 samples, leases, redeliveries, dead letters) and events/s (reading and
 checking; the check alone, per wall and per CPU second).  ``--json`` prints one JSON object instead.
 ``--tla`` also runs TLC on ``spec/SampleRefQueueTrace.tla`` with the log as
@@ -41,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
     if args.window < 0:
         print(f"refqueue trace-check: --window must be >= 0, got {args.window}", file=sys.stderr)
         return 2
+    if args.tla_max_events < 1:
+        print(f"refqueue trace-check: --tla-max-events must be >= 1, got {args.tla_max_events}; "
+              f"pass the longest log --tla may take, e.g. 200", file=sys.stderr)
+        return 2
     for path in args.logs:
         if not Path(path).exists():
             print(printable(f"refqueue trace-check: {path}: no such file; pass the JSONL files a JsonlSink wrote"),
@@ -50,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         records = read_jsonl(args.logs, check=True)
         read_s = time.perf_counter() - started
+        if not records:  # a pass here would say nothing was wrong with a run nobody recorded
+            raise ValueError(f"{', '.join(args.logs)}: no records to check; pass the JSONL files a JsonlSink wrote "
+                             f"(an empty file is a run that recorded nothing: is its sink written elsewhere?)")
         result = check_records(records, window=args.window)
     except (BadTrace, ValueError, OSError) as exc:
         print(printable(f"refqueue trace-check: {exc}"), file=sys.stderr)
