@@ -103,6 +103,45 @@ def test_ref_validation_names_the_value_and_the_fix(changes, error, message):
         make_ref(**changes)
 
 
+LONE = "lone surrogate \\(U\\+D800\\.\\.U\\+DFFF\\), which has no UTF-8 form; pass text that encodes as UTF-8"
+
+
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"sample_id": "s\ud800"}, "sample_id"),
+        ({"run_id": "\udcff"}, "run_id"),
+        ({"store_uri": "mem://\udfff"}, "store_uri"),
+        ({"target_model_version": "v\ud83d"}, "target_model_version"),
+        ({"feature_keys": {**make_ref().feature_keys, "input_ids": "k\udc80"}}, "feature_keys['input_ids']"),
+    ],
+)
+def test_text_without_a_utf8_form_is_refused_by_every_way_in(changes, field):
+    # Redis, a file name or another language's JSON reader refuses a lone surrogate;
+    # the ref refuses it where it comes in, on the fast and the slow parse alike
+    with pytest.raises(ValueError, match=re.escape(f"SampleRef.{field} ") + ".*" + LONE):
+        make_ref(**changes)
+    fields = json.loads(make_ref().to_json())
+    fields.update({k: dict(v) if isinstance(v, dict) else v for k, v in changes.items()})
+    with pytest.raises(ValueError, match=LONE):  # JSON escapes it (\\ud800) and its reader gives it back
+        SampleRef.from_json(json.dumps(fields))
+    with pytest.raises(ValueError, match=LONE):
+        SampleRef.from_dict(fields)
+
+
+def test_a_feature_name_without_a_utf8_form_is_refused():
+    keys, specs = dict(make_ref().feature_keys), dict(make_ref().feature_specs)
+    keys["x\ud800"], specs["x\ud800"] = "k", FeatureSpec((1,), "int64")
+    with pytest.raises(ValueError, match=re.escape("SampleRef.feature_keys feature name 'x\\ud800' holds a ") + LONE):
+        make_ref(feature_keys=keys, feature_specs=specs)
+
+
+def test_text_with_a_utf8_form_is_kept_as_given():
+    for text in ("é✓", "𝕏", "a\x00b", "\u202e"):
+        ref = make_ref(sample_id=text, run_id=text, target_model_version=text)
+        assert SampleRef.from_json(ref.to_json()) == ref and ref.sample_id == text
+
+
 def test_keys_and_specs_must_name_the_same_features_in_order():
     keys = {k: f"s1/{k}" for k in EAGLE}
     swapped = dict(list(keys.items())[1:] + list(keys.items())[:1])

@@ -188,6 +188,29 @@ class FrozenMap(Mapping[str, Any]):
 def _check_name(owner: str, field: str, value: object, fix: str) -> None:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{owner}.{field} must be a non-empty str, got {value!r}; {fix}")
+    _check_utf8(f"{owner}.{field}", value)
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form: no lone surrogate (U+D800..U+DFFF)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_utf8(what: str, text: str) -> None:
+    # A ref's JSON crosses machines as UTF-8 (RFC 8259, 8.1): a lone surrogate
+    # has no UTF-8 form, so Redis, a file name or another language's JSON
+    # reader would refuse or mangle it later, far from where it came in.
+    if not _utf8(text):
+        raise ValueError(
+            f"{what} {text!r} holds a lone surrogate (U+D800..U+DFFF), which has no UTF-8 form; "
+            f"pass text that encodes as UTF-8 (decode raw bytes with errors='replace', or hex them)"
+        )
 
 
 def _check_count(owner: str, field: str, value: object) -> None:
@@ -226,6 +249,8 @@ def _check_version(field: str, value: object) -> None:
         )
     if isinstance(value, str) and not value:
         raise ValueError(f"SampleRef.{field} must not be empty; pass the version label")
+    if isinstance(value, str):
+        _check_utf8(f"SampleRef.{field}", value)
     if isinstance(value, int) and value < 0:
         raise ValueError(f"SampleRef.{field} must be >= 0, got {value}; pass the step number")
     if isinstance(value, int) and value > MAX_INT:
@@ -569,7 +594,7 @@ def _plain_count(value: object) -> bool:
 
 def _plain_version(value: object) -> bool:
     kind = type(value)
-    return (kind is str and value != "") or (kind is int and 0 <= value <= MAX_INT)  # type: ignore[operator]
+    return (kind is str and value != "" and _utf8(value)) or (kind is int and 0 <= value <= MAX_INT)  # type: ignore[operator, arg-type]
 
 
 def _plain_spec(data: object) -> FeatureSpec | None:
@@ -624,8 +649,10 @@ def _from_plain_dict(data: dict[str, Any]) -> SampleRef | None:
     if (
         type(sample_id) is not str
         or not sample_id
+        or not _utf8(sample_id)
         or type(run_id) is not str
         or not run_id
+        or not _utf8(run_id)
         or type(store_uri) is not str
         or type(keys) is not dict
         or not keys
@@ -652,9 +679,9 @@ def _from_plain_dict(data: dict[str, Any]) -> SampleRef | None:
     key_pairs = tuple(keys.items())
     spec_pairs = []
     for (name, key), (spec_name, spec_data) in zip(key_pairs, specs.items()):
-        if type(name) is not str or not name or type(spec_name) is not str or name != spec_name:
+        if type(name) is not str or not name or type(spec_name) is not str or name != spec_name or not _utf8(name):
             return None
-        if type(key) is not str or not key:
+        if type(key) is not str or not key or not _utf8(key):
             return None
         spec = _plain_spec(spec_data)
         if spec is None:
@@ -735,6 +762,7 @@ def _check_store_uri(uri: object) -> None:
             f"SampleRef.store_uri must look like 'scheme://location', got {uri!r}; "
             f"e.g. 'mem://local' or 'shared:///mnt/features'"
         )
+    _check_utf8("SampleRef.store_uri", uri)
     scheme, _, location = uri.partition("://")
     if not scheme or not (scheme[0].isalpha() and all(c.isalnum() or c in "+-." for c in scheme)):
         raise ValueError(
@@ -757,6 +785,7 @@ def _frozen_features(field: str, value: object) -> FrozenMap:
     for name in value:
         if not isinstance(name, str) or not name:
             raise ValueError(f"SampleRef.{field} has feature name {name!r}; names are non-empty str")
+        _check_utf8(f"SampleRef.{field} feature name", name)
     return value if isinstance(value, FrozenMap) else FrozenMap(value)
 
 

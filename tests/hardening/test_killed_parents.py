@@ -79,7 +79,10 @@ def _kill_once_started(argv: list[str], started: Callable[[dict[int, str]], bool
             run.wait()
         for pid in family:
             if not _dead(pid):
-                os.kill(pid, signal.SIGKILL)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:  # it died since _dead looked: the failure above is the news
+                    pass
 
 
 def _workers(family: dict[int, str]) -> int:
