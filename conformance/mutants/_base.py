@@ -180,8 +180,8 @@ class BaseQueue:
             raise ValueError(f"max_deliveries must be None or an int >= 1, got {max_deliveries!r}")
         if isinstance(dedup_window, bool) or not isinstance(dedup_window, int) or dedup_window < 0:
             raise ValueError(f"dedup_window must be an int >= 0, got {dedup_window!r}")
-        if isinstance(dead_letter_limit, bool) or not isinstance(dead_letter_limit, int) or dead_letter_limit < 1:
-            raise ValueError(f"dead_letter_limit must be an int >= 1, got {dead_letter_limit!r}")
+        if isinstance(dead_letter_limit, bool) or not isinstance(dead_letter_limit, int) or dead_letter_limit < 0:
+            raise ValueError(f"dead_letter_limit must be an int >= 0, got {dead_letter_limit!r}")
         self._store = store
         self._clock = clock
         self._high, self._low = high, low

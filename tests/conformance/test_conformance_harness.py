@@ -178,4 +178,54 @@ def test_a_factory_that_accepts_what_the_model_rejects_fails_construction():
 def test_the_base_backend_passes_every_construction_check():
     from refqueue.conformance.certify import check_construction
 
-    assert check_construction(load_backend("conformance.mutants._base:make")) == (15, None)
+    assert check_construction(load_backend("conformance.mutants._base:make")) == (19, None)
+
+
+def _dead_letter_limit_variant(rule):
+    """The base queue with ``rule(dead_letter_limit)`` in place of its own check of the value."""
+    from conformance.mutants._base import BaseQueue, factory
+
+    class Variant(BaseQueue):
+        def __init__(self, store, clock, *, dead_letter_limit=10_000, **config):
+            super().__init__(store, clock, dead_letter_limit=rule(dead_letter_limit), **config)
+
+    return backend_of(factory(Variant))
+
+
+def test_a_queue_that_refuses_a_dead_letter_limit_of_zero_fails_construction():
+    from refqueue.conformance.certify import check_construction
+
+    def at_least_one(limit):
+        if limit == 0:
+            raise ValueError("dead_letter_limit must be >= 1")
+        return limit
+
+    checked, failure = check_construction(_dead_letter_limit_variant(at_least_one))
+    assert failure["message"] == (
+        "constructing with dead_letter_limit=0 raised ValueError: dead_letter_limit must be >= 1; the model accepts it"
+    ), failure
+    assert "Session.start(BACKEND, sizes={}, visibility_timeout=30.0, dead_letter_limit=0)" in failure["source"]
+
+
+# what a queue that mends a bad value instead of refusing it keeps; each mends one kind only
+_MENDS = {
+    "negative clamped to 0": (
+        lambda limit: limit if isinstance(limit, bool) else max(limit, 0),
+        "dead_letter_limit=-1 succeeded; the model rejects it: dead_letter_limit must be >= 0, got -1; "
+        "pass how many dead letters to keep, 0 for none",
+    ),
+    "True taken for 1": (
+        lambda limit: 1 if limit is True else limit,
+        "dead_letter_limit=True succeeded; the model rejects it: dead_letter_limit must be an int, got True (bool); "
+        "pass how many dead letters to keep, 0 for none",
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(_MENDS))
+def test_a_queue_that_mends_a_bad_dead_letter_limit_fails_construction(how):
+    from refqueue.conformance.certify import check_construction
+
+    mend, message = _MENDS[how]
+    checked, failure = check_construction(_dead_letter_limit_variant(mend))
+    assert failure is not None and failure["message"] == f"constructing with {message}", failure

@@ -7,8 +7,10 @@ A configuration the model rejects (a zero timeout, an empty hysteresis
 band, a half-set effective watermark pair, ...) must make the factory raise
 ``TypeError``/``ValueError``; one it accepts must construct.  A case that
 needs the kit's store is left out for a backend with its own
-(``make_store``), and one that needs ``max_deliveries``/``dedup_window`` for
-a backend that does not declare them.  A failure's replay constructs the
+(``make_store``), and one that needs ``max_deliveries``/``dedup_window``/
+``dead_letter_limit`` for a backend that does not declare them (the model
+validates a ``dead_letter_limit`` only: what a queue drops past it is the calls
+phase's ``dead-letter-limit``).  A failure's replay constructs the
 backend with the failing configuration.
 
 Imports: ``harness`` (``ModelConfig``), ``session``, ``samples``, ``render``.
@@ -44,6 +46,10 @@ CONSTRUCTIONS: list[tuple[str, ModelConfig, dict[str, int | None]]] = [
     ("max_deliveries=2", ModelConfig(max_deliveries=2), {}),
     ("dedup_window=-1", ModelConfig(dedup_window=-1), {}),
     ("dedup_window=3", ModelConfig(dedup_window=3), {}),
+    ("dead_letter_limit=-1", ModelConfig(dead_letter_limit=-1), {}),
+    ("dead_letter_limit=True", ModelConfig(dead_letter_limit=True), {}),
+    ("dead_letter_limit=0", ModelConfig(dead_letter_limit=0), {}),
+    ("dead_letter_limit=5", ModelConfig(dead_letter_limit=5), {}),
 ]
 
 
@@ -57,8 +63,10 @@ def check_construction(backend: Backend) -> tuple[int, dict[str, Any] | None]:
     caps = backend.capabilities
     checked = 0
     for what, config, store in CONSTRUCTIONS:
-        if (config.max_deliveries is not None and not caps.max_deliveries) or (
-            config.dedup_window is not None and not caps.dedup_window
+        if (
+            (config.max_deliveries is not None and not caps.max_deliveries)
+            or (config.dedup_window is not None and not caps.dedup_window)
+            or (config.dead_letter_limit is not None and not caps.dead_letter_limit)
         ):
             continue
         if backend.make_store is not None and store:

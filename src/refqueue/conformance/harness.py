@@ -73,6 +73,7 @@ class ModelConfig(NamedTuple):
     low: int | None = None
     max_deliveries: int | None = None
     dedup_window: int | None = None
+    dead_letter_limit: int | None = None
 
     def backend_config(self) -> dict[str, Any]:
         """The factory's keywords, in real bytes; keys whose value is None are left out."""
@@ -85,6 +86,8 @@ class ModelConfig(NamedTuple):
             config["max_deliveries"] = self.max_deliveries
         if self.dedup_window is not None:
             config["dedup_window"] = self.dedup_window
+        if self.dead_letter_limit is not None:
+            config["dead_letter_limit"] = self.dead_letter_limit
         return config
 
     def byte_config(self, store: Any, *, fifo: bool) -> Config:
@@ -101,6 +104,7 @@ class ModelConfig(NamedTuple):
             dedup_window=self.dedup_window or 0,
             fifo=fifo,
             epoch=_EPOCH,
+            dead_letter_limit=self.dead_letter_limit,
             **byte_limits(store),
         )
 
@@ -114,6 +118,7 @@ class ModelConfig(NamedTuple):
             dedup_window=self.dedup_window or 0,
             fifo=fifo,
             epoch=_EPOCH,
+            dead_letter_limit=self.dead_letter_limit,
             **model_limits(store),
         )
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import sys
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -594,8 +595,13 @@ def make_config(
     fifo: bool = True,
     epoch: str = "model",
     two_step_ack: bool = False,
+    dead_letter_limit: int | None = None,
 ) -> Config:
     """Validate the parameters and resolve the effective watermark pair (D4).
+
+    ``dead_letter_limit`` (how many dead letters a queue keeps, 0 for none;
+    None: not given) is validated only: the model keeps every dead letter, and
+    the kit checks what a queue drops past its limit in its calls phase.
 
     The effective high (low) watermark is the queue's override if given, else
     the store's own; the pair must be both set or both unset, with
@@ -618,6 +624,11 @@ def make_config(
     if max_deliveries is not None:
         _check_int("max_deliveries", max_deliveries, 1, "pass None for no limit or a count >= 1")
     _check_int("dedup_window", dedup_window, 0, "pass 0 to turn deduplication off")
+    if dead_letter_limit is not None:
+        _check_int("dead_letter_limit", dead_letter_limit, 0, "pass how many dead letters to keep, 0 for none")
+        if dead_letter_limit > sys.maxsize:  # type: ignore[operator]
+            raise ValueError(f"dead_letter_limit must be <= {sys.maxsize}, got {dead_letter_limit}; "
+                             f"pass how many dead letters to keep, 0 for none")
     if not isinstance(fifo, bool):
         raise TypeError(f"fifo must be a bool, got {fifo!r}")
     if not isinstance(epoch, str) or not epoch:
