@@ -103,7 +103,7 @@ def test_ref_validation_names_the_value_and_the_fix(changes, error, message):
         make_ref(**changes)
 
 
-LONE = "lone surrogate \\(U\\+D800\\.\\.U\\+DFFF\\), which has no UTF-8 form; pass text that encodes as UTF-8"
+LONE = r"lone surrogate \(U\+D800\.\.U\+DFFF\) at index \d+, which has no UTF-8 form; pass text that encodes as UTF-8"
 
 
 @pytest.mark.parametrize(
@@ -134,6 +134,13 @@ def test_a_feature_name_without_a_utf8_form_is_refused():
     keys["x\ud800"], specs["x\ud800"] = "k", FeatureSpec((1,), "int64")
     with pytest.raises(ValueError, match=re.escape("SampleRef.feature_keys feature name 'x\\ud800' holds a ") + LONE):
         make_ref(feature_keys=keys, feature_specs=specs)
+
+
+def test_a_long_id_with_a_lone_surrogate_is_named_short_with_where_it_is():
+    with pytest.raises(ValueError) as caught:
+        make_ref(sample_id="a" * 10_000 + "\udc80")
+    message = str(caught.value)
+    assert len(message) < 300 and "at index 10000," in message, message
 
 
 def test_text_with_a_utf8_form_is_kept_as_given():

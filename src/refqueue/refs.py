@@ -207,9 +207,10 @@ def _check_utf8(what: str, text: str) -> None:
     # has no UTF-8 form, so Redis, a file name or another language's JSON
     # reader would refuse or mangle it later, far from where it came in.
     if not _utf8(text):
+        at = next(i for i, char in enumerate(text) if "\ud800" <= char <= "\udfff")
         raise ValueError(
-            f"{what} {text!r} holds a lone surrogate (U+D800..U+DFFF), which has no UTF-8 form; "
-            f"pass text that encodes as UTF-8 (decode raw bytes with errors='replace', or hex them)"
+            f"{what} {_short(text)} holds a lone surrogate (U+D800..U+DFFF) at index {at}, which has no UTF-8 "
+            f"form; pass text that encodes as UTF-8 (decode raw bytes with errors='replace', or hex them)"
         )
 
 
