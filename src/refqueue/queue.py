@@ -540,7 +540,7 @@ class SampleRefQueue:
         Live lease: the sample's data is scrubbed and ``DeadLetter(ref,
         reason, deliveries)`` joins ``dead_letters()``; True.  Stale: False.
         Rejects as ``ack``, and ``TypeError``/``ValueError`` for a reason that
-        is not a non-empty str.
+        is not a non-empty str with a UTF-8 form (no lone surrogate).
         """
         sample_id, lease_id = self._check_lease("dead_letter", lease)
         if not isinstance(reason, str):
@@ -549,6 +549,16 @@ class SampleRefQueue:
             )
         if not reason:
             raise ValueError("dead_letter(reason) must not be empty; say why the sample is poison")
+        if not reason.isascii():
+            try:
+                reason.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                shown = repr(reason) if len(reason) <= 80 else repr(reason[:77]) + "..."
+                raise ValueError(
+                    f"dead_letter(reason={shown}): the reason holds {exc.object[exc.start:exc.end]!r} at index "
+                    f"{exc.start}, which has no UTF-8 form (an event log's reader or another backend could not "
+                    f"carry it); say why in text without lone surrogates"
+                ) from None
         with self._lock:
             rec = self._live.get(sample_id)
             if rec is None or rec.lease_id != lease_id:

@@ -374,6 +374,24 @@ def test_dead_letter_needs_a_reason(make_queue, stored, store):
     assert snapshot(q, store) == before
 
 
+def test_a_reason_without_a_utf8_form_is_refused_and_the_lease_stays_live(make_queue, stored, store):
+    # Redis refuses such a reason (tests/fuzz/test_fuzz_redis.py); so does the in-process queue
+    q = make_queue()
+    q.put(stored("a"))
+    lease = q.acquire_nowait()
+    before = snapshot(q, store)
+    with pytest.raises(ValueError, match=exact(
+        "dead_letter(reason='bad \\udcff byte'): the reason holds '\\udcff' at index 4, which has no UTF-8 form "
+        "(an event log's reader or another backend could not carry it); say why in text without lone surrogates"
+    )):
+        q.dead_letter(lease, "bad \udcff byte")
+    with pytest.raises(ValueError, match=r"^dead_letter\(reason='x{77}'\.\.\.\): the reason holds '\\ud800' at index 200,"):
+        q.dead_letter(lease, "x" * 200 + "\ud800")
+    assert snapshot(q, store) == before
+    assert q.dead_letter(lease, "échantillon ☠") is True
+    assert [d.reason for d in q.dead_letters()] == ["échantillon ☠"]
+
+
 def test_start_reclaimer_validates_its_interval(make_queue):
     q = make_queue()
     with pytest.raises(ValueError, match=exact(
