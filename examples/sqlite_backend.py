@@ -282,6 +282,10 @@ class SqliteQueue:
             self._check_lease("dead_letter", lease)
             if not isinstance(reason, str) or not reason:
                 raise ValueError(f"dead_letter needs a non-empty reason str, got {reason!r}")
+            try:  # SQLite stores UTF-8: refuse here what its INSERT would raise on after the sample is gone
+                reason.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(f"dead_letter reason {reason!r} holds a lone surrogate: it has no UTF-8 form") from None
             if not self._live(lease, "dead_letter"):
                 return False
             self._finish_nowait(lease.ref.sample_id, reason)

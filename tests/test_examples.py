@@ -47,3 +47,11 @@ def test_the_sqlite_example_is_certified_from_the_repository_root(tmp_path):
     # in-process example: nothing to crash or restart), which the certificate says
     assert all(v for k, v in data["capabilities"].items() if k != "faults")
     assert data["capabilities"].get("faults") in (None, False)
+
+
+def test_the_sqlite_example_refuses_a_reason_sqlite_cannot_store_before_it_changes_anything():
+    # a lone surrogate made its INSERT INTO dead raise after the sample was deleted (the kit found it)
+    from refqueue.conformance.calls import check_calls
+
+    report = check_calls(TARGET, checks=("dead-letter-reason", "dead-letter-reasons-kept"))
+    assert report.ok, report.failure

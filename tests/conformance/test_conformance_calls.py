@@ -124,3 +124,46 @@ def test_leases_across_clients_takes_any_pending_sample_from_a_backend_that_is_n
     for _ in range(10):  # the order is drawn afresh each time (an unseeded generator)
         report = check_calls(backend, checks=("leases-across-clients",))
         assert report.ok and list(report.checks) == ["leases-across-clients"], report.failure
+
+
+def _reason_variant(change):
+    """The base queue whose dead_letter runs ``change(base's dead_letter, lease, reason)``."""
+    from conformance.mutants._base import BaseQueue, factory
+    from refqueue.conformance.contract import backend_of
+
+    class Variant(BaseQueue):
+        def dead_letter(self, lease, reason):
+            return change(super().dead_letter, lease, reason)
+
+    return backend_of(factory(Variant), "reason_variant:make")
+
+
+def _mangles(dead_letter, lease, reason):  # stores what its UTF-8 column could take
+    return dead_letter(lease, reason.encode("utf-8", "replace").decode("utf-8") if isinstance(reason, str) else reason)
+
+
+def _raises_after(dead_letter, lease, reason):  # the letter made, then the encoding fails
+    answer = dead_letter(lease, reason)
+    if isinstance(reason, str):
+        reason.encode("utf-8")
+    return answer
+
+
+def _refuses(dead_letter, lease, reason):  # as the in-process and Redis queues
+    if isinstance(reason, str) and not reason.isascii():
+        reason.encode("utf-8")  # UnicodeEncodeError: a ValueError, before anything changes
+    return dead_letter(lease, reason)
+
+
+@pytest.mark.parametrize("change, says", [
+    (_mangles, "dead_letter(lease of 'b', 'bad \\udcff byte') returned True, and dead_letters() lists its reason as "
+               "['bad ? byte']; a reason taken is kept exactly as given (or refuse it: ValueError)"),
+    (_raises_after, "dead_letter(lease of 'b', 'bad \\udcff byte'): outstanding_count() is 0, expected 1"),
+    (_refuses, None),
+], ids=["mangles", "raises-after-the-letter", "refuses-first"])
+def test_a_reason_with_no_utf8_form_is_refused_cleanly_or_kept_exactly(change, says):
+    report = check_calls(_reason_variant(change), checks=("dead-letter-reason",))
+    if says is None:
+        assert report.ok, report.failure
+    else:
+        assert not report.ok and says in report.failure, report.failure
