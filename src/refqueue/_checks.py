@@ -31,6 +31,7 @@ __all__ = [
     "check_count",
     "check_optional_count",
     "check_optional_callable",
+    "check_reason",
     "describe",
     "safe_repr",
 ]
@@ -137,6 +138,26 @@ def check_optional_count(what: str, value: object, minimum: int, fix: str) -> in
 def check_optional_callable(what: str, value: object, fix: str) -> None:
     if value is not None and not callable(value):
         raise TypeError(f"{what} must be callable or None, got {describe(value)}; {fix}")
+
+
+def check_reason(reason: object, carrier: str) -> str:
+    """``dead_letter``'s reason: a non-empty str with a UTF-8 form (no lone
+    surrogate); ``carrier`` says, in the message, who could not carry one.
+    Changes nothing; returns the reason."""
+    if not isinstance(reason, str):
+        raise TypeError(f"dead_letter(reason) must be a str, got {describe(reason)}; say why the sample is poison")
+    if not reason:
+        raise ValueError("dead_letter(reason) must not be empty; say why the sample is poison")
+    if not reason.isascii():
+        try:
+            reason.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = repr(reason) if len(reason) <= 80 else repr(reason[:77]) + "..."
+            raise ValueError(
+                f"dead_letter(reason={shown}): the reason holds {exc.object[exc.start:exc.end]!r} at index "
+                f"{exc.start}, which has no UTF-8 form{carrier}; say why in text without lone surrogates"
+            ) from None
+    return reason
 
 
 def check_queue_arguments(

@@ -111,6 +111,7 @@ from refqueue._checks import (  # noqa: F401  (DEFAULT_DEAD_LETTER_LIMIT: refque
     check_optional_count,
     check_poll_interval,
     check_queue_arguments,
+    check_reason,
     check_seconds,
     describe,
 )
@@ -543,22 +544,7 @@ class SampleRefQueue:
         is not a non-empty str with a UTF-8 form (no lone surrogate).
         """
         sample_id, lease_id = self._check_lease("dead_letter", lease)
-        if not isinstance(reason, str):
-            raise TypeError(
-                f"dead_letter(reason) must be a str, got {describe(reason)}; say why the sample is poison"
-            )
-        if not reason:
-            raise ValueError("dead_letter(reason) must not be empty; say why the sample is poison")
-        if not reason.isascii():
-            try:
-                reason.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                shown = repr(reason) if len(reason) <= 80 else repr(reason[:77]) + "..."
-                raise ValueError(
-                    f"dead_letter(reason={shown}): the reason holds {exc.object[exc.start:exc.end]!r} at index "
-                    f"{exc.start}, which has no UTF-8 form (an event log's reader or another backend could not "
-                    f"carry it); say why in text without lone surrogates"
-                ) from None
+        check_reason(reason, " (an event log's reader or another backend could not carry it)")
         with self._lock:
             rec = self._live.get(sample_id)
             if rec is None or rec.lease_id != lease_id:

@@ -206,12 +206,15 @@ def _check_utf8(what: str, text: str) -> None:
     # A ref's JSON crosses machines as UTF-8 (RFC 8259, 8.1): a lone surrogate
     # has no UTF-8 form, so Redis, a file name or another language's JSON
     # reader would refuse or mangle it later, far from where it came in.
-    if not _utf8(text):
-        at = next(i for i, char in enumerate(text) if "\ud800" <= char <= "\udfff")
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
         raise ValueError(
-            f"{what} {_short(text)} holds a lone surrogate (U+D800..U+DFFF) at index {at}, which has no UTF-8 "
+            f"{what} {_short(text)} holds a lone surrogate (U+D800..U+DFFF) at index {exc.start}, which has no UTF-8 "
             f"form; pass text that encodes as UTF-8 (decode raw bytes with errors='replace', or hex them)"
-        )
+        ) from None
 
 
 def _check_count(owner: str, field: str, value: object) -> None:

@@ -115,6 +115,7 @@ from refqueue._checks import (
     check_optional_callable,
     check_poll_interval,
     check_queue_arguments,
+    check_reason,
     check_seconds,
     describe,
 )
@@ -811,19 +812,7 @@ class RedisSampleRefQueue:
         """Live lease: the sample joins the dead letters with ``reason``, its
         data scrubbed; True.  Stale: False."""
         sample_id, lease_id = self._check_lease("dead_letter", lease)
-        if not isinstance(reason, str):
-            raise TypeError(
-                f"dead_letter(reason) must be a str, got {describe(reason)}; say why the sample is poison"
-            )
-        if not reason:
-            raise ValueError("dead_letter(reason) must not be empty; say why the sample is poison")
-        try:
-            reason.encode()
-        except UnicodeEncodeError as exc:
-            raise ValueError(
-                f"dead_letter(reason={_cut(reason)}): the reason holds {exc.object[exc.start:exc.end]!r}, which has "
-                f"no UTF-8 form, so Redis cannot store it; say why in text without lone surrogates"
-            ) from None
+        check_reason(reason, ", so Redis cannot store it")
         return self._finish("dead_letter", sample_id, lease_id, reason)
 
     def _finish(self, call: str, sample_id: str, lease_id: int, reason: str = "") -> bool:
