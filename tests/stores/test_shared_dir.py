@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
 from refqueue.errors import DuplicateSample, ForeignRef, SampleMissing, StoreClosed, StoreFull  # noqa: E402
-from refqueue.refs import SampleRef  # noqa: E402
+from refqueue.refs import DTYPE_SIZES, SampleRef  # noqa: E402
 from refqueue.stores.shared_dir import SharedDirFeatureStore  # noqa: E402
 
 from store_helpers import META, eagle3_tensors, nbytes_of, put  # noqa: E402
@@ -37,6 +37,32 @@ def test_put_get_round_trip_memory_mapped_and_copy_on_write(tmp_path):
     store.release(handle)  # idempotent
     h = store.health()
     assert (h.resident_bytes, h.sample_count) == (ref.estimated_bytes, 1)
+
+
+@pytest.mark.parametrize("dtype", sorted(set(DTYPE_SIZES) - {"complex128"}))
+def test_every_dtype_a_ref_names_round_trips(tmp_path, dtype):
+    # (float8, uint16/32/64 and complex64 were written, then read back as "damaged")
+    store = SharedDirFeatureStore(tmp_path)
+    gen = torch.Generator().manual_seed(7)
+    raw = torch.randint(0, 256, (3, 4, 8 * DTYPE_SIZES[dtype]), dtype=torch.uint8, generator=gen)
+    aux = raw.view(getattr(torch, dtype))  # every bit pattern, compared bit for bit below
+    ref = put(store, "s1", dict(eagle3_tensors(), aux_hidden_states=aux))
+    assert ref.feature_specs["aux_hidden_states"].dtype_name == dtype
+    got, handle = store.get(ref)
+    assert got["aux_hidden_states"].dtype == aux.dtype and got["aux_hidden_states"].shape == aux.shape
+    assert torch.equal(got["aux_hidden_states"].view(torch.uint8), raw)
+    store.release(handle)
+
+
+def test_a_dtype_safetensors_cannot_hold_is_refused_before_anything_is_written(tmp_path):
+    store = SharedDirFeatureStore(tmp_path)
+    aux = torch.zeros(3, 4, 8, dtype=torch.complex128)
+    with pytest.raises(ValueError, match=r"feature 'aux_hidden_states' has dtype torch.complex128, which a "
+                       r"safetensors file cannot hold; convert it \(complex128 to torch.complex64\)"):
+        put(store, "s1", dict(eagle3_tensors(), aux_hidden_states=aux))
+    assert list((tmp_path / "tmp").iterdir()) == [] and list((tmp_path / "samples").iterdir()) == []
+    assert store.health().sample_count == 0
+    put(store, "s1", dict(eagle3_tensors(), aux_hidden_states=aux.to(torch.complex64)))  # the fix it names works
 
 
 def test_scrub_removes_the_data_and_a_holder_keeps_its_tensors(tmp_path):

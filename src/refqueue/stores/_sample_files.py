@@ -35,18 +35,24 @@ import torch
 from refqueue.refs import SampleRef
 from refqueue.stores._tensors import first_mismatch
 
-__all__ = ["Damaged", "SUFFIX", "read_ref", "map_sample", "open_regular"]
+__all__ = ["Damaged", "SUFFIX", "WRITABLE", "read_ref", "map_sample", "open_regular"]
 
 SUFFIX = ".safetensors"
 # safetensors refuses headers past 100 MB; so do we (a length read from a damaged
 # file must not make a reader allocate or read gigabytes).
 _HEADER_MAX = 100_000_000
-# safetensors dtype names -> torch dtypes (the ones torch.frombuffer can view)
+# safetensors dtype names -> torch dtypes: every dtype a SampleRef names
+# (refqueue.refs.DTYPE_SIZES) that safetensors writes, so what put writes get
+# reads back.  complex128 has no safetensors name: put refuses it (WRITABLE).
 _DTYPES = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2,
     "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
-    "U8": torch.uint8, "BOOL": torch.bool,
+    "U64": torch.uint64, "U32": torch.uint32, "U16": torch.uint16, "U8": torch.uint8,
+    "BOOL": torch.bool, "C64": torch.complex64,
 }
+# The torch dtypes a sample file can hold.
+WRITABLE = frozenset(_DTYPES.values())
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFDIR: "a folder", stat.S_IFSOCK: "a socket",
           stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 

@@ -94,7 +94,7 @@ from refqueue.store import FeatureStore, StoreHandle, StoreHealth
 from refqueue.stores._common import check_handle, check_ref, check_room, duplicate_sample, new_ref
 from refqueue.stores._counters import Counters
 from refqueue.stores._sample_files import SUFFIX as _SUFFIX
-from refqueue.stores._sample_files import Damaged, map_sample, read_ref
+from refqueue.stores._sample_files import WRITABLE, Damaged, map_sample, read_ref
 from refqueue.stores._tensors import resolve_device
 
 __all__ = ["SharedDirFeatureStore", "Staged"]
@@ -306,6 +306,12 @@ class SharedDirFeatureStore(FeatureStore):
             target_model_version=target_model_version, draft_weight_version=draft_weight_version,
         )
         ref, pairs = new_ref(call, self._uri, sample_id, tensors, fields, key_prefix=f"{sample_id}@{uuid.uuid4().hex[:16]}")
+        for name, tensor in pairs:
+            if tensor.dtype not in WRITABLE:  # (complex128: a ref names it, safetensors cannot write it)
+                raise ValueError(
+                    f"{call}: feature {name!r} has dtype {tensor.dtype}, which a safetensors file cannot hold; "
+                    f"convert it (complex128 to torch.complex64) or put it in a LocalFeatureStore"
+                )
         if os.path.lexists(self._final(sample_id)):
             raise duplicate_sample(call, sample_id, self._uri)
         path = self._tmp / f"{self._host}.{os.getpid()}.{uuid.uuid4().hex}{_PART}"
