@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 import importlib
+import logging
+import math
 import re
 import subprocess
 import sys
@@ -76,6 +78,28 @@ def test_the_seeds_module_names_serve_refqueues_own_objects(nemo):
     seed_refs = namespace["nemo_automodel"].components.speculative.streaming.refs
     assert seed_refs.SampleRef is refqueue.refs.SampleRef  # the attribute chain of a plain import
     assert set(importlib.import_module(SEED).__all__) >= {"SampleRefQueue", "LocalFeatureStore", "SampleRef"}
+
+
+def test_what_migrating_says_of_lease_ids_timeouts_and_loggers(nemo):
+    # docs/MIGRATING.md: lease ids per queue from 1, not from the module's counter;
+    # no infinite visibility timeout; the seed module's logger is refqueue.queue's
+    seed_queue = importlib.import_module(f"{SEED}.queue")
+    assert seed_queue.logger is logging.getLogger("refqueue.queue")
+    drawn = seed_queue._next_lease_id()
+    leases = []
+    for _ in range(2):
+        store = refqueue.stores.local.LocalFeatureStore()
+        q = seed_queue.SampleRefQueue(store)
+        q.put(put(store, "s0"))
+        leases.append(q.acquire(poll_interval=GUARD_S))
+    assert [lease.lease_id for lease in leases] == [1, 1] and leases[0] != leases[1]
+    assert leases[0].epoch != leases[1].epoch
+    assert seed_queue._next_lease_id() == drawn + 1  # the acquires drew nothing from it
+    with pytest.raises(ValueError, match="must be finite, got inf"):
+        seed_queue.VisibilityTimeout(math.inf)
+    text = MIGRATING.read_text()
+    for said in ("`_next_lease_id()` still exists", "`math.inf` included", "`refqueue.queue`'s", "`_sample_counters`"):
+        assert said in text
 
 
 def test_an_object_made_under_one_spelling_is_an_instance_under_the_other(nemo):
