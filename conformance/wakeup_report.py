@@ -47,14 +47,14 @@ def assert_reports_each_wakeups_distribution_and_the_escape(cert) -> None:
         assert phase["trials"][name] == DEFAULT_TRIALS
     timing = phase["timing"]
     assert timing["seed"] == cert.seed and timing["offset_span_s"] == 0.2 and timing["trials_per_check"] == DEFAULT_TRIALS
-    assert timing["waking_calls"] == {"acquire": 8 * DEFAULT_TRIALS, "put_blocks_until_below": 4 * DEFAULT_TRIALS}
-    assert timing["escape"]["acquire"]["0.06 s"] == pytest.approx(0.85**48, rel=1e-2)
+    assert timing["waking_calls"] == {"acquire": 13 * DEFAULT_TRIALS, "put_blocks_until_below": 4 * DEFAULT_TRIALS}
+    assert timing["escape"]["acquire"]["0.06 s"] == pytest.approx(0.85**78, rel=1e-2)
     assert timing["escape_per_call"] == {"0.06 s": 0.85, "0.1 s": 0.5, "0.2 s": 0.25}
     markdown = cert.to_markdown()
     assert "## Wakeups (blocking, bound 0.05 s)" in markdown
     wakeups = phase["wake_latency_s"]["acquire-woken-by-put"]["n"]  # 6, and one more per attempt measured again
     assert f"| acquire-woken-by-put | 6 | {wakeups} |" in markdown
-    assert "escapes all 48 waking calls with probability at most P = 0.06 s: 0.000409" in markdown
+    assert "escapes all 78 waking calls with probability at most P = 0.06 s: 3.12e-06" in markdown
     out = summary(cert, {})  # what refqueue certify prints
     assert "acquire-woken-by-put       " in out and f" 6 trials, {wakeups} wakeups: p50 " in out and ", max " in out
-    assert "acquire polling every P, never woken, escapes its 48 waking calls: P 0.06 s: 0.000409" in out
+    assert "acquire polling every P, never woken, escapes its 78 waking calls: P 0.06 s: 3.12e-06" in out

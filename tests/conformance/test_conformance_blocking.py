@@ -101,6 +101,7 @@ def test_checks_a_backend_declares_it_cannot_take_are_not_run_and_say_why(monkey
     phase = cert.phases["blocking"]
     assert phase["not_run"] == {
         "reclaimer-reclaims": "the backend does not declare reclaimer",
+        "reclaimer-after-close": "the backend does not declare reclaimer",
         "reclaimer-stops": "the backend does not declare reclaimer",
         "reclaimer-default-interval": "the backend does not declare reclaimer",
     }
@@ -117,7 +118,8 @@ def test_without_an_injected_clock_the_reclaim_checks_are_not_run():
     assert report.ok, report.failure
     assert list(report.checks) == ["acquire-woken-by-put"]
     assert set(report.not_run) == {
-        "acquire-woken-by-reclaim", "reclaimer-reclaims", "reclaimer-stops", "reclaimer-default-interval"
+        "acquire-woken-by-reclaim", "acquire-each-woken-by-reclaim", "acquire-woken-at-the-cap", "reclaimer-reclaims",
+        "reclaimer-after-close", "reclaimer-stops", "reclaimer-default-interval",
     }
 
 
@@ -126,7 +128,7 @@ def test_the_certificate_names_each_check_its_time_and_the_bound(tmp_path, capsy
     rc = main(["certify", BASE, "--report", str(tmp_path), "--no-progress", "--wake-bound", "0.1", "--phase", "blocking"])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "  blocking      22 checks, slowest wakeup " in out and "(bound 0.1 s)" in out
+    assert "  blocking      27 checks, slowest wakeup " in out and "(bound 0.1 s)" in out
     for name in CHECKS:
         assert f"                {name:<26} " in out
     (report,) = tmp_path.glob("*.json")  # the certificate the run wrote

@@ -17,6 +17,16 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     deadline; ``close`` of the empty queue) must wake it within the bound,
     measured from the waking call's return to ``acquire``'s return, with
     the ref (the ref again, redelivered; ``None``: drained, D3).
+``acquire-woken-by-blocking-put``
+    the same, woken by a ``put_blocks_until_below`` that admits its ref at
+    once (a backend whose plain ``put`` alone notifies fails it).
+``acquire-each-woken-by-fails`` / ``-by-reclaim``
+    two consumers block in ``acquire(poll_interval=30)`` while two leases
+    are out; two live ``fail`` calls back to back (one ``reclaim_expired``
+    taking both back) must wake both within the bound, one ref each,
+    redelivered (a requeue that wakes a consumer only when pending was
+    empty, or a reclaim that wakes one for its whole batch, leaves the
+    second asleep).
 ``acquire-times-out``
     ``acquire(poll_interval=4 * bound)`` on the empty open queue returns
     ``None`` after its interval, neither before (a consumer that polls in a
@@ -42,6 +52,11 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     ``ack`` that drains the queue must wake both within the bound, with the
     terminal ``None``; then the same on a fresh queue with ``dead_letter``
     (where the backend has it).
+``acquire-woken-at-the-cap``
+    as ``acquire-woken-by-drain`` on a queue made with ``max_deliveries=1``:
+    the live ``fail`` that dead-letters the lease at the cap (on a fresh
+    queue, the ``reclaim_expired`` that does) drains the closed queue and
+    must wake both consumers within the bound with ``None``.
 ``acquire-each-woken-by-puts``
     two consumers block in ``acquire(poll_interval=30)``; two ``put`` calls
     back to back must wake both within the bound of the second's return, one
@@ -122,6 +137,12 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     takes the lease back with nobody calling ``reclaim_expired``: a consumer
     blocked in ``acquire`` gets the ref again within ``RECLAIM_WITHIN``
     intervals (or, if the backend did not wake it, it is pending then).
+``reclaimer-after-close``
+    a lease is out, the reclaimer started and the queue closed: the clock
+    passes the lease's deadline and the reclaimer must still take it back
+    (a consumer's ``acquire`` gets it within ``RECLAIM_WITHIN`` intervals),
+    so the closed queue drains (docs/API.md: ``close()`` stops the
+    reclaimer of a drained queue only; D3).
 ``reclaimer-stops``
     after ``stop_reclaimer()`` returned, the clock passes the next lease's
     deadline and nothing is reclaimed for ``STOPPED_FOR`` intervals: a wait

@@ -53,6 +53,25 @@ NAMED_CHECKS: tuple[Check, ...] = (
         ("injected_clock",),
     ),
     Wakeup(
+        "acquire-woken-by-blocking-put",
+        "a consumer blocked in acquire(poll_interval=30) is woken within the bound by a put_blocks_until_below that "
+        "admits its ref at once",
+        consumers.woken_by_blocking_put,
+    ),
+    Wakeup(
+        "acquire-each-woken-by-fails",
+        "two consumers blocked in acquire(poll_interval=30) each take one of two refs failed back to back within the "
+        "bound",
+        consumers.each_woken_by_fails,
+    ),
+    Wakeup(
+        "acquire-each-woken-by-reclaim",
+        "two consumers blocked in acquire(poll_interval=30) each take one of the two leases one reclaim_expired takes "
+        "back within the bound",
+        consumers.each_woken_by_reclaim,
+        ("injected_clock",),
+    ),
+    Wakeup(
         "acquire-woken-by-close",
         "a consumer blocked in acquire(poll_interval=30) returns None within the bound of close() of the empty queue",
         consumers.woken_by_close,
@@ -75,6 +94,13 @@ NAMED_CHECKS: tuple[Check, ...] = (
         "two consumers blocked in acquire(poll_interval=30) on a closed queue with a lease out return None within the "
         "bound of the ack (and, on a fresh queue, the dead_letter) that drains it",
         consumers.woken_by_drain,
+    ),
+    Wakeup(
+        "acquire-woken-at-the-cap",
+        "two consumers blocked in acquire(poll_interval=30) on a closed queue (max_deliveries=1) with a lease out "
+        "return None within the bound of the fail, and on a fresh queue the reclaim, that dead-letters it at the cap",
+        consumers.drain_woken_at_the_cap,
+        ("max_deliveries", "injected_clock"),
     ),
     Wakeup(
         "acquire-each-woken-by-puts",
@@ -159,6 +185,13 @@ NAMED_CHECKS: tuple[Check, ...] = (
         f"start_reclaimer({consumers.RECLAIMER_INTERVAL}) reclaims an expired lease within "
         f"{consumers.RECLAIM_WITHIN} intervals with nobody calling reclaim_expired",
         consumers.reclaimer_reclaims,
+        _RECLAIMER,
+    ),
+    Check(
+        "reclaimer-after-close",
+        f"close() with a lease outstanding leaves the reclaimer running: the lease is reclaimed within "
+        f"{consumers.RECLAIM_WITHIN} intervals of its deadline passing, and the closed queue drains",
+        consumers.reclaimer_after_close,
         _RECLAIMER,
     ),
     Check(

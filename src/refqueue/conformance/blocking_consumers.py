@@ -23,8 +23,9 @@ from refqueue.conformance.wakeups import (
 
 __all__ = [
     "BUSY_TRIES", "DEFAULT_SLACK", "DEFAULT_VISIBILITY", "RECLAIMER_INTERVAL", "RECLAIM_WITHIN", "STOPPED_FOR",
-    "acquire_times_out", "acquire_times_out_busy", "all_woken_by_close", "each_woken_by_puts",
-    "reclaimer_default_interval", "reclaimer_reclaims", "reclaimer_stops", "woken_by_close", "woken_by_drain",
+    "acquire_times_out", "acquire_times_out_busy", "all_woken_by_close", "drain_woken_at_the_cap", "each_woken_by_fails",
+    "each_woken_by_puts", "each_woken_by_reclaim", "woken_by_blocking_put",
+    "reclaimer_after_close", "reclaimer_default_interval", "reclaimer_reclaims", "reclaimer_stops", "woken_by_close", "woken_by_drain",
     "woken_by_fail", "woken_by_put", "woken_by_reclaim",
 ]  # fmt: skip
 
@@ -299,6 +300,90 @@ def all_woken_by_close(attempt: Attempt) -> float:
     return latency
 
 
+def _each_took(consumers: list[Any], by: str, ids: list[str], redelivery: int) -> None:
+    """Each of ``consumers``, woken by ``by``, took one of ``ids`` (each once) with ``redelivery``."""
+    got = []
+    for consumer in consumers:
+        no_error(consumer)
+        if getattr(consumer.value, "ref", None) is None:
+            raise Failed(f"{consumer.what} returned {show(consumer.value)} after {by}; it should take one ref")
+        got.append(consumer.value.ref.sample_id)
+        expect_lease(consumer.value, consumer.value.ref.sample_id, redelivery, consumer.what)
+    if sorted(got) != sorted(ids):
+        raise Failed(f"two consumers woken by {by} took {got}; each should take one of {ids}")
+
+
+def each_woken_by_fails(attempt: Attempt) -> float:
+    qq = attempt.queue(watermarks=False, visibility=VISIBILITY)
+    leases = [leased(qq, f"w{k}") for k in (0, 1)]
+    consumers = [blocked_consumer(qq, f"consumer {k}'s ") for k in (1, 2)]
+    # Both fails from one thread, back to back: the second requeue finds the first
+    # ref still pending (no woken consumer has taken it yet), and must wake too.
+    by = "fail(lease of 'w0') then fail(lease of 'w1')"
+    answers, at = qq.waking(by, lambda: (qq.w.fail(leases[0]), qq.w.fail(leases[1])), wakes="acquire")
+    if answers != (True, True):
+        raise Failed(f"{by} of the two live leases returned {answers!r}, not (True, True)")
+    latency = max(qq.woken(consumer, by, at) for consumer in consumers)
+    _each_took(consumers, by, ["w0", "w1"], 1)
+    return latency
+
+
+def each_woken_by_reclaim(attempt: Attempt) -> float:
+    qq = attempt.queue(watermarks=False, visibility=VISIBILITY)
+    for k in (0, 1):
+        leased(qq, f"w{k}")
+    consumers = [blocked_consumer(qq, f"consumer {k}'s ") for k in (1, 2)]
+    qq.clock.advance(VISIBILITY + 1.0)
+    count, at = qq.waking("reclaim_expired()", qq.w.reclaim_expired, wakes="acquire")
+    if count != 2:
+        raise Failed(
+            f"reclaim_expired() returned {count!r} with the clock {VISIBILITY + 1.0} s past the acquires of both "
+            f"leases; it should take both back: 2"
+        )
+    latency = max(qq.woken(consumer, "reclaim_expired() of two leases", at) for consumer in consumers)
+    _each_took(consumers, "reclaim_expired() of two leases", ["w0", "w1"], 1)
+    return latency
+
+
+def woken_by_blocking_put(attempt: Attempt) -> float:
+    qq = attempt.queue(watermarks=False, visibility=VISIBILITY)
+    consumer = blocked_consumer(qq)
+    ref = qq.store_put("w0", 1)
+    by = f"put_blocks_until_below('w0', poll_interval={LONG_POLL}) (nothing paused: admitted at once)"
+    _, at = qq.waking(by, lambda: qq.w.put_blocks_until_below(ref, poll_interval=LONG_POLL), wakes="acquire")
+    latency = qq.woken(consumer, by, at)
+    no_error(consumer)
+    expect_lease(consumer.value, "w0", 0, consumer.what)
+    return latency
+
+
+def drain_woken_at_the_cap(attempt: Attempt) -> float:
+    """The requeue that dead-letters at ``max_deliveries`` (a fail, then a
+    reclaim) drains a closed queue: both blocked consumers return None."""
+    latencies = []
+    for how in ("fail", "reclaim"):
+        qq = attempt.queue(watermarks=False, visibility=VISIBILITY, max_deliveries=1)
+        lease = leased(qq, "w0")
+        qq.ask("close()", qq.q.close)
+        why = "the queue is closed but not drained (a lease is outstanding and may come back): it must wait"
+        consumers = [blocked_consumer(qq, f"consumer {k}'s ", why) for k in (1, 2)]
+        if how == "fail":
+            call, finish = "fail(lease of 'w0') at max_deliveries=1", lambda: qq.w.fail(lease)
+        else:
+            qq.clock.advance(VISIBILITY + 1.0)
+            call, finish = "reclaim_expired() of 'w0' at max_deliveries=1", qq.w.reclaim_expired
+        answer, at = qq.waking(call, finish, wakes="acquire")
+        if (answer is not True) if how == "fail" else (answer != 1 or isinstance(answer, bool)):
+            raise Failed(f"{call} of the live lease returned {answer!r}, not {'True' if how == 'fail' else '1'}")
+        by = f"{call}, which dead-letters the sample and drains the closed queue"
+        latencies += [qq.woken(consumer, by, at) for consumer in consumers]
+        for consumer in consumers:
+            no_error(consumer)
+            if consumer.value is not None:
+                raise Failed(f"{consumer.what} returned {show(consumer.value)} once the closed queue drained, not None")
+    return max(latencies)
+
+
 # -- the background reclaimer --------------------------------------------------------------------
 
 
@@ -320,6 +405,29 @@ def reclaimer_reclaims(attempt: Attempt) -> float:
         return time.monotonic() - at
     expect_lease(lease, "r0", 1, "acquire() after the reclaimer ran")
     return time.monotonic() - at
+
+
+def reclaimer_after_close(attempt: Attempt) -> float:
+    qq = attempt.queue(watermarks=False, visibility=VISIBILITY)
+    leased(qq, "r0")
+    qq.ask(f"start_reclaimer({RECLAIMER_INTERVAL})", lambda: qq.q.start_reclaimer(RECLAIMER_INTERVAL))
+    qq.ask("close()", qq.q.close)  # with the lease on 'r0' outstanding: not drained
+    _, at = qq.ask_at("advancing the clock past the lease's deadline", lambda: qq.clock.advance(VISIBILITY + 1.0))
+    window = RECLAIM_WITHIN * RECLAIMER_INTERVAL
+    lease = qq.ask(f"acquire(poll_interval={window})", lambda: qq.q.acquire(poll_interval=window))
+    if lease is None:
+        raise Failed(
+            f"after close() of a queue with a lease outstanding, the reclaimer started before it had not reclaimed "
+            f"that lease within {RECLAIM_WITHIN} of its intervals ({window} s) of its deadline passing "
+            f"({qq.observed()}); docs/API.md: on a queue closed with leases outstanding the reclaimer keeps running, "
+            f"so that a crashed consumer's lease still comes back and the queue can drain (D3)"
+        )
+    expect_lease(lease, "r0", 1, "acquire() on the closed queue after the reclaimer ran")
+    latency = time.monotonic() - at
+    if qq.ask("ack(lease of 'r0')", lambda: qq.q.ack(lease)) is not True:
+        raise Failed("ack of the live redelivered lease on 'r0' did not return True")
+    qq.ask("stop_reclaimer()", qq.q.stop_reclaimer)
+    return latency
 
 
 def reclaimer_stops(attempt: Attempt) -> float:

@@ -475,7 +475,8 @@ NAMED_CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "dead-letter-limit", f"with dead_letter_limit={LIMIT}, dead_letters() keeps the newest {LIMIT}, the oldest "
-        "dropped and counted (dead_letters_dropped); a drain drops nothing", dead_letter_limit,
+        "dropped and counted (dead_letters_dropped); a drain drops nothing; dead_letter_limit=0 keeps none",
+        dead_letter_limit,
         ("dead_letter", "dead_letter_limit"),
     ),
     Check(

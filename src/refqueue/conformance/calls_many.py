@@ -85,6 +85,20 @@ def dead_letter_limit(backend: Backend) -> int:
         context = f"{context}, a drain and {LIMIT + 1} more"
         _expect_letters("dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), again[-LIMIT:], context)
         _expect_dropped(qq, made - LIMIT + 1, context)
+    finally:
+        qq.close()
+    return qq.calls + _keep_none(backend)
+
+
+def _keep_none(backend: Backend) -> int:
+    """``dead_letter_limit=0`` keeps no dead letter (each one dropped and counted), not every one."""
+    qq = Probe(backend, dead_letter_limit=0)
+    try:
+        for n in range(2):
+            _complete(qq, f"Z{n}", dead=True, reason="kit")
+        context = "after 2 dead letters on a queue made with dead_letter_limit=0 (docs/API.md: 0 keeps none)"
+        _expect_letters("dead_letters()", qq.call("dead_letters()", qq.q.dead_letters), [], context)
+        _expect_dropped(qq, 2, context)
         return qq.calls
     finally:
         qq.close()

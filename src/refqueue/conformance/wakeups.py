@@ -105,6 +105,7 @@ class WaitQueue:
         watermarks: bool | tuple[int, int],
         visibility: float,
         offsets: Offsets | None = None,
+        max_deliveries: int | None = None,
     ) -> None:
         self.check = check
         self.bound = bound
@@ -120,6 +121,8 @@ class WaitQueue:
         self.steps = 0
         self.calls: list[Call] = []
         config: dict[str, Any] = {"visibility_timeout": backend_seconds(backend, visibility)}
+        if max_deliveries is not None:
+            config["max_deliveries"] = max_deliveries
         if watermarks:
             high, low = (2, 1) if watermarks is True else watermarks  # in units
             config.update(high_watermark_bytes=high * UNIT_BYTES, low_watermark_bytes=low * UNIT_BYTES)
@@ -242,9 +245,12 @@ class Attempt:
         self.offsets = offsets  # shared by the attempt's queues: one stream of offsets per trial
         self.queues: list[WaitQueue] = []
 
-    def queue(self, *, watermarks: bool | tuple[int, int], visibility: float) -> WaitQueue:
+    def queue(
+        self, *, watermarks: bool | tuple[int, int], visibility: float, max_deliveries: int | None = None
+    ) -> WaitQueue:
         qq = WaitQueue(
-            self.backend, self.check, self.bound, watermarks=watermarks, visibility=visibility, offsets=self.offsets
+            self.backend, self.check, self.bound, watermarks=watermarks, visibility=visibility, offsets=self.offsets,
+            max_deliveries=max_deliveries,
         )
         self.queues.append(qq)
         return qq
