@@ -13,8 +13,11 @@ Time is the queue's clock, in seconds from the queue's open record.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ __all__ = ["add_arguments", "run", "render_html"]
 
 W, H = 760, 220  # plot size in px
 PAD_L, PAD_R, PAD_T, PAD_B = 64, 16, 16, 32
+MAX_BINS = 10_000  # more bins than a plot has pixels show nothing more, and cost memory by the bin
 COLORS = {"acquire": "#1f77b4", "ack": "#2ca02c", "fail": "#d62728", "reclaim": "#ff7f0e",
           "redeliveries": "#9467bd", "dead_letters": "#8c564b", "resident": "#1f77b4"}
 
@@ -29,7 +33,7 @@ COLORS = {"acquire": "#1f77b4", "ack": "#2ca02c", "fail": "#d62728", "reclaim": 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("logs", nargs="+", help="JSONL event logs (every file of the run)")
     parser.add_argument("--html", required=True, help="the HTML file to write")
-    parser.add_argument("--bins", type=int, default=60, help="time bins of the rate plots (default 60)")
+    parser.add_argument("--bins", type=int, default=60, help=f"time bins of the rate plots (default 60, at most {MAX_BINS:,})")
     parser.add_argument("--queue", type=int, default=None,
                         help="the queue's number in the log (its records' q; default: the first queue opened)")
 
@@ -38,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
     from refqueue.event_records import printable
     from refqueue.events import read_jsonl
 
-    if args.bins < 1:
-        print(f"refqueue report: --bins must be >= 1, got {args.bins}", file=sys.stderr)
+    if not 1 <= args.bins <= MAX_BINS:
+        print(f"refqueue report: --bins must be from 1 to {MAX_BINS:,} (a plot is {W} px wide), got {args.bins}",
+              file=sys.stderr)
         return 2
     out = Path(args.html)
     if not out.parent.is_dir():
@@ -50,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
         print(printable(f"refqueue report: --html {str(out)!r} exists and is not a regular file (a FIFO, a folder, "
                         f"a symlink); pass a new file"), file=sys.stderr)
         return 2
+    for log in args.logs:
+        with contextlib.suppress(OSError):  # (a log that cannot be read is read_jsonl's to report)
+            if out.exists() and os.path.samefile(out, log):
+                print(printable(f"refqueue report: --html {str(out)!r} is the log {log!r} it reads; writing the "
+                                f"page would destroy the log: pass another file"), file=sys.stderr)
+                return 2
     try:
         records = read_jsonl(args.logs, check=True)
     except (OSError, ValueError) as exc:
@@ -61,9 +72,30 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(printable(f"refqueue report: {exc}"), file=sys.stderr)
         return 2
-    out.write_text(page, encoding="utf-8")
+    try:
+        _write_whole(out, page)
+    except OSError as exc:
+        print(printable(f"refqueue report: cannot write {str(out)!r} ({exc}); nothing was written (a file that was "
+                        f"there is as it was): free space or fix the folder's permissions, or pass another --html"),
+              file=sys.stderr)
+        return 2
     print(f"refqueue report: wrote {out} ({len(records)} records)")
     return 0
+
+
+def _write_whole(out: Path, page: str) -> None:
+    """``page`` into ``out`` whole or not at all: written beside it under a
+    temporary name, then renamed over it."""
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(page)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 # -- SVG helpers -------------------------------------------------------------------

@@ -96,6 +96,29 @@ def test_report_refuses_bad_input(tmp_path):
     assert proc.returncode == 2 and "does not exist" in proc.stderr
 
 
+def test_report_never_writes_over_its_log_nor_leaves_half_a_page(stress_log, tmp_path):
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(stress_log.read_bytes())
+    (tmp_path / "link.html").hardlink_to(log)
+    for out in (log, tmp_path / "link.html"):  # the log itself, or the log under another name
+        proc = run_report(str(log), "--html", str(out))
+        assert proc.returncode == 2 and "writing the page would destroy the log: pass another file" in proc.stderr
+        assert log.read_bytes() == stress_log.read_bytes()
+    old = tmp_path / "old.html"
+    old.write_text("the old page")
+    # a write that fails partway (a file-size limit of 4 KiB) leaves the old page whole and no temporary
+    limit = "import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)); "
+    script = limit + "sys.argv = ['refqueue', 'report', sys.argv[1], '--html', sys.argv[2]]; runpy.run_module('refqueue.cli', run_name='__main__')"
+    proc = subprocess.run([sys.executable, "-c", script, str(log), str(old)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+    assert proc.returncode == 2, proc.stderr
+    assert "cannot write" in proc.stderr and "nothing was written (a file that was there is as it was)" in proc.stderr
+    assert old.read_text() == "the old page"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.html", "old.html", "run.jsonl"]
+    proc = run_report(str(log), "--html", str(tmp_path / "page.html"), "--bins", "10001")
+    assert proc.returncode == 2 and "--bins must be from 1 to 10,000" in proc.stderr
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (scripts/setup.sh installs it)")
 def test_plots_render_in_headless_chromium(stress_log, tmp_path):
     out = tmp_path / "report.html"
