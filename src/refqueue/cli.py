@@ -49,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(importlib.import_module(args._module).run(args) or 0)
+    except KeyboardInterrupt:  # Ctrl-C: the command's own cleanup (finally clauses) has run; one line, no traceback
+        sys.stdout.flush()
+        print(f"\nrefqueue {args.command}: interrupted; nothing after this point was checked or written", file=sys.stderr)
+        return 130
     except TorchMissing as exc:  # a subcommand that needs torch, without it: what to install, no traceback
         print(f"refqueue {args.command}: {exc}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ import importlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import uuid
@@ -194,6 +195,7 @@ def test_certify_rejects_a_timeout_that_is_not_a_positive_finite_number(value, c
         (["--max-states", "0"], r"--max-states '0' is below 1"),
         (["--max-seconds", "nan"], r"--max-seconds 'nan' must be a finite number of seconds > 0"),
         (["--max-seconds", "inf"], r"--max-seconds 'inf' must be a finite number of seconds > 0"),
+        (["--max-deliveries", "17"], r"--max-deliveries '17' is outside 0\.\.16"),
     ],
 )
 def test_explore_refuses_sizes_that_would_run_for_ever(argv, expected, capsys):
@@ -201,6 +203,33 @@ def test_explore_refuses_sizes_that_would_run_for_ever(argv, expected, capsys):
         main(["explore", *argv, "--no-anchor", "--quiet"])
     assert exited.value.code == 2
     assert re.search(expected, capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        # (no limit: a fail again and again is a new state each time, and the search never ended)
+        (["--max-deliveries", "0"], "--max-deliveries 0 (no limit) makes the world infinite"),
+        (["--no-anchor", "--anchor-only"], "--no-anchor and --anchor-only together leave nothing to explore"),
+    ],
+)
+def test_explore_refuses_options_that_explore_nothing_or_for_ever(argv, expected, capsys):
+    assert main(["explore", *argv, "--quiet"]) == 2
+    assert expected in capsys.readouterr().err
+    # bounded, no limit is a run whose verdict is unknown (exit 3), never a pass
+    assert main(["explore", "--max-deliveries", "0", "--max-states", "2000", "--no-anchor", "--quiet"]) == 3
+
+
+def test_ctrl_c_ends_a_command_with_one_line_and_status_130():
+    run = subprocess.Popen([sys.executable, "-m", "refqueue.cli", "explore"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert run.stderr is not None
+    assert run.stderr.readline() == "exploring protocol ...\n"  # the search has begun
+    os.killpg(run.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
+    err = run.stderr.read()
+    assert run.wait(60) == 130
+    assert "refqueue explore: interrupted; nothing after this point was checked or written" in err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
 
 
 # -- issue 21, defects 8 and 20: certify's options ----------------------------------------------

@@ -58,7 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     d.add_argument("--max-restarts", type=_count("--max-restarts", 0, 3), default=0,
                    help="lossy restarts of the queue server (a new epoch), each recovered by an operator (default 0)")
     b.add_argument(
-        "--max-deliveries", type=int, default=2, help="deliveries before dead-lettering; 0 for no limit (default 2)"
+        "--max-deliveries", type=_count("--max-deliveries", 0, MAX_DELIVERIES), default=2,
+        help=f"deliveries before dead-lettering, 1..{MAX_DELIVERIES} (default 2); 0 for no limit, an infinite world "
+             f"(a sample failed again and again is a new state each time): only with --max-states or --max-seconds",
     )
     b.add_argument("--horizon", type=_count("--horizon", 0, MAX_HORIZON), default=3,
                    help=f"the clock stops at this time, 0..{MAX_HORIZON} (default 3)")
@@ -82,6 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 MAX_SAMPLES = 12
 MAX_THREADS = 8
 MAX_HORIZON = 64
+MAX_DELIVERIES = 16
 MAX_BYTES = 2**40
 
 
@@ -240,6 +243,15 @@ def _progress(quiet: bool, name: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.no_anchor and args.anchor_only:
+        print("refqueue explore: --no-anchor and --anchor-only together leave nothing to explore; pass one of them",
+              file=sys.stderr)
+        return 2
+    if args.max_deliveries == 0 and args.max_states is None and args.max_seconds is None:
+        print("refqueue explore: --max-deliveries 0 (no limit) makes the world infinite (a sample failed again and "
+              "again is a new state each time), so the search would never end; give a limit (1.."
+              f"{MAX_DELIVERIES}) or bound the run with --max-states or --max-seconds", file=sys.stderr)
+        return 2
     try:
         worlds = []
         if not args.anchor_only:
