@@ -62,6 +62,49 @@ def test_what_the_spec_cannot_express_is_refused_with_a_message():
         to_tla(ring.records(), max_events=2)
 
 
+def test_ids_tla_cannot_write_and_a_gib_sized_band_are_traced_the_same():
+    # ("样本-é-0" and an id with a newline broke TLC's parser, and a 2 GiB watermark its 32-bit
+    # integers: both were "TLC: FAIL", exit 1, on logs the model accepted)
+    gib = 1 << 30
+    q, store, ring, clock = recorded_queue(max_deliveries=3, high_watermark_bytes=3 * gib, low_watermark_bytes=gib)
+    samples = refs(2, "样本-é-") + refs(1, "a\nb-") + refs(1, "id")  # ("id0": a stand-in must not take its name)
+    for ref in samples:
+        store.hold(ref)
+        q.put_blocks_until_below(ref)
+    q.fail(q.acquire())
+    for _ in samples:
+        q.ack(q.acquire())
+    q.close()
+    records = ring.records()
+    module = to_tla(records).module()
+    assert module.isascii() and '"id1"' in module and '"id0"' in module and str(3 * gib) not in module
+    result = run_tlc_on_trace(records)
+    assert result.ok and result.verdict, result.summary + "\n" + result.output[-3000:]
+    # the same log with its first acquire handing out the third sample, not the head of pending: refused there
+    first = next(r for r in records if r.get("ev") == "acquire" and r.get("sample"))
+    broken = [dict(r, sample="a\nb-0") if r is first else r for r in records]
+    result = run_tlc_on_trace(broken)
+    assert not result.ok and result.verdict and result.refused_seq == first["seq"], result.summary
+
+
+def test_a_tlc_without_a_verdict_is_exit_2_not_a_refusal(tmp_path, monkeypatch, capsys):
+    import refqueue.trace_check.tla as tla
+    from refqueue.cli import main
+    from refqueue.events import RingSink
+
+    path = tmp_path / "short.jsonl"
+    ring = RingSink()
+    for r in short_run():
+        ring.write(r)
+    ring.dump(path)
+    failed = tla.TlaResult(False, "TLC gave no verdict: TLC failed: Error: out of memory", 0.1, None, None, None, "",
+                           verdict=False)
+    monkeypatch.setattr(tla, "run_tlc_on_trace", lambda records, max_events: failed)
+    assert main(["trace-check", str(path), "--tla"]) == 2
+    out, err = capsys.readouterr()
+    assert "TLC: NO VERDICT (TLC gave no verdict" in out and "the log was not checked against the spec" in err
+
+
 def test_cli_tla_mode(tmp_path):
     from refqueue.events import RingSink
 

@@ -9,7 +9,8 @@ checking; the check alone, per wall and per CPU second).  ``--json`` prints one 
 ``--tla`` also runs TLC on ``spec/SampleRefQueueTrace.tla`` with the log as
 its trace (short logs only: TLC explores the trace's states), whether or not
 the model refused it; a refusal names the log seq of the first record the
-spec has no step for (JSON: ``tla.refused_seq``).  Exit 1 if either refuses.
+spec has no step for (JSON: ``tla.refused_seq``).  Exit 1 if either refuses;
+2 if TLC gave no verdict (it failed: ``tla.verdict`` false) and the model accepted.
 """
 
 from __future__ import annotations
@@ -80,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
             if result.ok:
                 return 2
         if tla is not None:
-            counts["tla"] = {"ok": tla.ok, "seconds": round(tla.seconds, 2), "states": tla.states,
-                             "summary": tla.summary, "refused_seq": tla.refused_seq, "matched": tla.matched}
+            counts["tla"] = {"ok": tla.ok, "verdict": tla.verdict, "seconds": round(tla.seconds, 2),
+                             "states": tla.states, "summary": tla.summary, "refused_seq": tla.refused_seq,
+                             "matched": tla.matched}
     if args.json:
         if result.violation is not None:
             v = result.violation
@@ -99,9 +101,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"check: {counts['events_per_s']:,} events/s ({counts['events_per_cpu_s']:,} per CPU second); "
               f"read+check: {counts['events_per_s_total']:,} events/s ({total_s:.3f} s)")
         if tla is not None:
-            print(f"TLC: {'OK' if tla.ok else 'FAIL'} ({tla.summary}, {tla.seconds:.1f} s)")
+            word = "OK" if tla.ok else "FAIL" if tla.verdict else "NO VERDICT"
+            print(f"TLC: {word} ({tla.summary}, {tla.seconds:.1f} s)")
     if result.violation is not None:
         return 1
+    if tla is not None and not tla.verdict:  # TLC failed: nothing refused the log, nothing accepted it either
+        print(printable(f"refqueue trace-check --tla: {tla.summary}; the log was not checked against the spec"),
+              file=sys.stderr)
+        return 2
     if tla is not None and not tla.ok:
         return 1
     return 0
