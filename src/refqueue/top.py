@@ -36,11 +36,13 @@ __all__ = ["add_arguments", "run", "render"]
 CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear screen
 # The longest line kept waiting for its end (bytes); a longer one is skipped.
 MAX_LINE = 1 << 20
+MAX_INTERVAL = 86_400.0  # --interval: a day (time.sleep overflows past threading.TIMEOUT_MAX)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("log", help="the JSONL event log a running queue writes (JsonlSink)")
-    parser.add_argument("--interval", type=float, default=1.0, help="seconds between redraws (default 1)")
+    parser.add_argument("--interval", type=float, default=1.0,
+                        help=f"seconds between redraws (default 1, at most {MAX_INTERVAL:g}: a day)")
     parser.add_argument("--iterations", type=int, default=0, help="stop after this many redraws (0: never)")
     parser.add_argument("--no-clear", action="store_true", help="print each view below the last (no redraw)")
 
@@ -72,7 +74,11 @@ class _Follower:
         if self._file is None or info.st_ino != self._inode or info.st_size < self._file.tell():
             if self._file is not None:
                 self._file.close()
-            self._file = open(self.path, "rb")
+            try:
+                self._file = open(self.path, "rb")
+            except OSError as exc:  # (unreadable: permissions) shown on the screen, tried again at the next redraw
+                self.last_problem = f"cannot open the log: {exc.strerror or exc}"
+                return []
             self._inode = info.st_ino
             self._partial = b""
             self.line = 0
@@ -157,8 +163,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from refqueue.metrics import Metrics
 
     out = out or sys.stdout
-    if not args.interval > 0:
-        print(f"refqueue top: --interval must be > 0, got {args.interval}", file=sys.stderr)
+    if not 0 < args.interval <= MAX_INTERVAL:
+        print(f"refqueue top: --interval must be a number of seconds in (0, {MAX_INTERVAL:g}], got {args.interval}",
+              file=sys.stderr)
         return 2
     if args.iterations < 0:
         print(f"refqueue top: --iterations must be >= 0, got {args.iterations}", file=sys.stderr)
@@ -187,7 +194,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 snapshot = metrics.snapshot()
             except ValueError:
                 wait_for = "the file to appear" if not os.path.exists(args.log) else "a queue's open record"
-                view = printable(f"refqueue top  {args.log}: waiting for {wait_for}") + "\n"
+                why = f" ({follower.last_problem})" if follower.last_problem else ""
+                view = printable(f"refqueue top  {args.log}: waiting for {wait_for}{why}") + "\n"
                 snapshot = None
             else:
                 view = render(snapshot, previous, args.interval, args.log, follower.skipped,

@@ -118,3 +118,18 @@ def test_top_survives_a_malformed_line_and_says_how_old_the_last_record_is(tmp_p
 def test_top_refuses_bad_arguments(tmp_path, capsys):
     args = argparse.Namespace(log=str(tmp_path), interval=0, iterations=1, no_clear=True)
     assert run(args, io.StringIO()) == 2
+
+
+def test_top_refuses_an_interval_time_cannot_sleep_and_says_why_a_log_cannot_be_read(tmp_path, monkeypatch):
+    args = argparse.Namespace(log=str(tmp_path / "x.jsonl"), interval=1e10, iterations=1, no_clear=True)
+    assert run(args, io.StringIO()) == 2  # (it raised OverflowError after the first redraw)
+    path = tmp_path / "run.jsonl"
+    path.write_text("")
+
+    def denied(*a, **k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("builtins.open", denied)  # (a log top may not read: it raised PermissionError)
+    screen = io.StringIO()
+    assert run(argparse.Namespace(log=str(path), interval=0.01, iterations=2, no_clear=True), screen) == 0
+    assert "waiting for a queue's open record (cannot open the log: Permission denied)" in screen.getvalue()

@@ -3,6 +3,9 @@ and every fault schedule a pure function of the seed."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from refqueue.torture.config import TortureConfig, check_loopback_url, parse_faults
@@ -123,3 +126,30 @@ def test_a_run_with_faults_too_short_to_hold_one_is_refused_before_it_starts(cap
     assert TortureConfig(faults=("restart",), duration=2.5).duration == 2.5
     assert main(["torture", "--faults", "kill,restart", "--duration", "1.5"]) == 2
     assert "--duration 1.5 leaves no time for faults" in capsys.readouterr().err
+
+
+def test_folders_and_a_users_server_are_checked_before_any_run_starts(tmp_path, capsys):
+    # (two runs sharing a folder ran the first, then exited 2 without its results; a file as --dir and an
+    # unreachable --url ended in tracebacks, the latter leaving a temporary folder behind)
+    from refqueue.cli import main
+
+    def refused(*argv: str) -> str:
+        assert main(["torture", "--duration", "5", *argv]) == 2
+        return capsys.readouterr().err
+
+    root = tmp_path / "runs"
+    assert "--faults none and --faults none are the same run" in refused("--faults", "none", "--faults", "none",
+                                                                         "--dir", str(root))
+    assert "are the same run" in refused("--faults", "kill,drop", "--faults", "drop,kill", "--dir", str(root))
+    (root / "kill" / "history").mkdir(parents=True)
+    (root / "kill" / "history" / "p1.jsonl").write_text("")
+    assert "already holds a run's history" in refused("--faults", "none", "--faults", "kill", "--dir", str(root))
+    assert not (root / "none").exists()  # the first run did not start
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert f"--dir {str(afile)!r} exists and is not a folder" in refused("--faults", "none", "--dir", str(afile))
+    before = set(tmp_path.parent.glob("refqueue-torture-*")) | set(Path(tempfile.gettempdir()).glob("refqueue-torture-*"))
+    err = refused("--faults", "none", "--url", "redis://127.0.0.1:1/0")
+    assert "--url 'redis://127.0.0.1:1/0': no Redis server answers there" in err and "Traceback" not in err
+    after = set(tmp_path.parent.glob("refqueue-torture-*")) | set(Path(tempfile.gettempdir()).glob("refqueue-torture-*"))
+    assert after == before

@@ -83,7 +83,32 @@ def configs_from(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     if args.baseline:
         baseline = TortureConfig(faults=(), directory=folder("baseline"), proxy=any(r.uses_proxy for r in runs),
                                  **common)
+    if args.dir is not None:  # every run's folder, checked before the first run starts
+        named = [("--baseline", baseline)] if baseline is not None else []
+        _check_folders(args.dir, named + [(f"--faults {run.label}", run) for run in runs])
     return baseline, runs
+
+
+def _check_folders(root: str, configs: list[tuple[str, Any]]) -> None:
+    """``ValueError`` for a ``--dir`` that is not a folder, two runs sharing a folder
+    (``--faults kill,drop --faults drop,kill``) or a run's folder holding a history."""
+    import os
+
+    if os.path.exists(root) and not os.path.isdir(root):
+        raise ValueError(f"--dir {root!r} exists and is not a folder; pass a new or empty folder")
+    seen: dict[str, str] = {}
+    for label, config in configs:
+        folder = config.directory
+        if folder in seen:
+            raise ValueError(f"{seen[folder]} and {label} are the same run (both would write {folder!r}); give "
+                             f"each mix of faults once")
+        seen[folder] = label
+        history = os.path.join(folder, "history")
+        if os.path.isdir(history) and os.listdir(history):
+            raise ValueError(f"--dir {folder!r} already holds a run's history; pass an empty or new folder")
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise ValueError(f"--dir {folder!r} (the {label} run's folder) exists and is not a folder; pass another "
+                             f"--dir")
 
 
 def replay_command(config: Any) -> str:

@@ -69,23 +69,22 @@ def run_torture(config: TortureConfig, progress: Any = None) -> RunResult:
     from refqueue.torture.nemesis import Nemesis
     from refqueue.torture.processes import Supervisor
     from refqueue.torture.proxy import DropProxy
-    from refqueue.torture.server import ExternalServer, ThrowawayServer
+    from refqueue.torture.server import ThrowawayServer
     from refqueue.torture.payload import tensors_for
 
+    external = _reach(config.url) if config.url is not None else None  # (before a folder is made for the run)
     root = Path(config.directory or tempfile.mkdtemp(prefix="refqueue-torture-"))
     for sub in ("store", "history", "logs", "redis"):
         (root / sub).mkdir(parents=True, exist_ok=True)
     if any((root / "history").iterdir()):
         raise ValueError(f"--dir {str(root)!r} already holds a run's history; pass an empty or new folder")
     server: Any = None
+    queue: Any = None
     proxy: Any = None
     supervisor: Any = None
     nemesis: Any = None
     try:
-        if config.url is None:
-            server = ThrowawayServer(config.persistence, str(root / "redis")).start()
-        else:
-            server = ExternalServer(config.url)
+        server = ThrowawayServer(config.persistence, str(root / "redis")).start() if external is None else external
         if config.uses_proxy:
             proxy = DropProxy(server.host, server.port).start()
         client_url = proxy.url_for(server.url) if proxy is not None else server.url
@@ -135,8 +134,6 @@ def run_torture(config: TortureConfig, progress: Any = None) -> RunResult:
                              lambda text: _say(progress, text), faults_over=time.monotonic())
         summary["injected"] = dict(nemesis.injected)
         summary["deaths"] = supervisor.deaths
-        if config.url is not None:
-            _forget(queue)
         final_rec.close()
         history = load(root / "history")
         result = RunResult(config, root, steps, history, summary, server.persistence,
@@ -150,10 +147,27 @@ def run_torture(config: TortureConfig, progress: Any = None) -> RunResult:
             nemesis.stop()
         if supervisor is not None:
             supervisor.shutdown()
+        if config.url is not None and queue is not None:
+            _forget(queue)  # the run's keys leave the user's server, the run finished or not (Ctrl-C)
         if proxy is not None:
             proxy.close()
         if server is not None:
             server.stop()
+
+
+def _reach(url: str) -> Any:
+    """The user's server at ``url``, or ``ValueError`` saying it cannot be reached (nothing made yet)."""
+    import redis
+
+    from refqueue._redact import redacted
+    from refqueue.torture.server import ExternalServer
+
+    try:
+        return ExternalServer(url)
+    except (redis.exceptions.RedisError, OSError) as exc:
+        raise ValueError(f"--url {redacted(url)!r}: no Redis server answers there ({type(exc).__name__}: {exc}); "
+                         f"start one (redis-server --port N) or pass another --url, or leave --url out for a "
+                         f"throwaway server") from None
 
 
 def _open_own(spec: dict[str, Any], direct_url: str, rec: Recorder) -> tuple[Any, Any]:
