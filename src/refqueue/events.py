@@ -54,6 +54,7 @@ import sys
 import threading
 import time
 from collections import deque
+from operator import itemgetter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -486,8 +487,9 @@ def read_jsonl(paths: Iterable[str | os.PathLike[str]], *, check: bool = False) 
     included); with ``check``, also of a record that is not one
     ``refqueue.events`` writes (``refqueue.event_records.problem``: a field
     of the wrong type, a missing one).  Each file is parsed as one JSON
-    array of its lines (a single C parse); only a file that does not parse
-    that way is read again line by line to find the bad line."""
+    array of its lines, each line in brackets of its own (a single C parse);
+    only a file that does not parse that way, or has a line holding other
+    than one value, is read again line by line to find the bad line."""
     from refqueue.event_records import problem
 
     if isinstance(paths, (str, bytes, os.PathLike)):  # (a str would be read as its characters, each a file)
@@ -503,10 +505,13 @@ def read_jsonl(paths: Iterable[str | os.PathLike[str]], *, check: bool = False) 
         text = _read_text(path)
         numbered = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line and not line.isspace()]
         lines = [line for _, line in numbered]
+        # Each line in brackets of its own: a line must hold whole values (a record broken over two
+        # lines does not parse), and exactly one (two records joined on a line make a list of two).
         try:
-            parsed = json.loads("[" + ",".join(lines) + "]")
+            wrapped = json.loads("[[" + "],[".join(lines) + "]]") if lines else []
         except (ValueError, RecursionError):
-            parsed = None
+            wrapped = None
+        parsed = None if wrapped is None or set(map(len, wrapped)) - {1} else list(map(itemgetter(0), wrapped))
         if parsed is None or len(parsed) != len(lines) or any(type(r) is not dict for r in parsed):
             _find_bad_line(path, numbered)
             raise ValueError(f"{path}: not one JSON object a line; pass an event log written by JsonlSink")

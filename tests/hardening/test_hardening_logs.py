@@ -160,6 +160,22 @@ def test_a_log_with_no_records_is_not_a_pass(tmp_path, content):
     assert code == 2 and err.startswith("refqueue report: ") and not (tmp_path / "out.html").exists(), (code, err)
 
 
+def test_a_record_broken_over_two_lines_is_refused_though_the_count_matches(tmp_path):
+    # (one record split in two and two joined by a comma on one line kept the count of objects, and the log
+    # passed: "OK: 6 events", exit 0)
+    path = tmp_path / "run.jsonl"
+    write_log(path)
+    lines = path.read_text().splitlines()
+    cut = lines[2].index(',"')
+    merged = lines[:2] + [lines[2][:cut], lines[2][cut + 1:]] + [lines[3] + "," + lines[4]] + lines[5:]
+    path.write_text("\n".join(merged) + "\n")
+    code, out, err = cli("trace-check", str(path))
+    assert code == 2 and f"{path}:3: not a JSON line" in err and "OK" not in out, (code, out, err)
+    path.write_text("\n".join(lines[:3] + [lines[3] + "," + lines[4]] + lines[5:]) + "\n")  # joined only
+    code, out, err = cli("trace-check", str(path))
+    assert code == 2 and f"{path}:4: not a JSON line (Extra data" in err, (code, out, err)
+
+
 def test_trace_check_refuses_a_tla_bound_below_one(tmp_path):
     path = tmp_path / "run.jsonl"
     write_log(path)
