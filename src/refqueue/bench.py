@@ -39,33 +39,64 @@ __all__ = ["add_arguments", "run"]
 TARGETS = ("queue", "redis", "gpu")
 
 
+def _count(flag: str, lo: int) -> Any:
+    """argparse type of a whole number >= ``lo`` (exit 2 naming ``flag`` and the value)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} {text!r} is not a whole number; give one >= {lo}") from None
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"{flag} {value} is below {lo}; give a whole number >= {lo}")
+        return value
+
+    parse.__name__ = flag  # (argparse names the type in a message it writes itself)
+    return parse
+
+
+def _counts(flag: str, example: str) -> Any:
+    """argparse type of a comma-separated list of whole numbers >= 1."""
+    one = _count(flag, 1)
+
+    def parse(text: str) -> list[int]:
+        try:
+            return [one(x) for x in text.split(",")]
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"{exc} (in {text!r}: a comma-separated list, e.g. {example})") from None
+
+    parse.__name__ = flag
+    return parse
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", choices=TARGETS, help="what to benchmark")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    parser.add_argument("--repeats", type=int, default=5, help="runs per figure; the median is kept (default 5)")
+    parser.add_argument("--repeats", type=_count("--repeats", 1), default=5,
+                        help="runs per figure; the median is kept (default 5)")
     parser.add_argument(
         "--backlogs",
-        type=lambda text: [int(x) for x in text.split(",")],
+        type=_counts("--backlogs", "1000,10000"),
         default=[1_000, 10_000, 100_000, 1_000_000],
         help="comma-separated pending backlogs (default 1000,10000,100000,1000000)",
     )
-    parser.add_argument("--ops", type=int, default=20_000, help="operations per timed run (default 20000)")
+    parser.add_argument("--ops", type=_count("--ops", 1), default=20_000, help="operations per timed run (default 20000)")
     parser.add_argument(
-        "--reclaim-outstanding", type=int, default=100_000, help="leases out for the reclaim figures (default 100000)"
+        "--reclaim-outstanding", type=_count("--reclaim-outstanding", 1), default=100_000, help="leases out for the reclaim figures (default 100000)"
     )
-    parser.add_argument("--wakes", type=int, default=300, help="wakeups per latency run (default 300)")
+    parser.add_argument("--wakes", type=_count("--wakes", 1), default=300, help="wakeups per latency run (default 300)")
     parser.add_argument(
-        "--convoy-mb", type=int, default=400, help="size of the sample copied during the convoy run; 0 skips it"
+        "--convoy-mb", type=_count("--convoy-mb", 0), default=400, help="size of the sample copied during the convoy run; 0 skips it"
     )
-    parser.add_argument("--convoy-ops", type=int, default=5_000, help="acquire+acks per convoy run, at least")
+    parser.add_argument("--convoy-ops", type=_count("--convoy-ops", 1), default=5_000, help="acquire+acks per convoy run, at least")
     parser.add_argument("--quick", action="store_true", help="small sizes, one run each: a smoke test")
     parser.add_argument(
         "--sizes",
-        type=lambda text: tuple(int(x) for x in text.split(",")),
+        type=lambda text: tuple(_counts("--sizes", "16,100")(text)),
         default=(16, 100, 512),
         help="gpu: comma-separated sample sizes in MiB (default 16,100,512)",
     )
-    parser.add_argument("--steps", type=int, default=200, help="gpu: loader steps per run (default 200)")
+    parser.add_argument("--steps", type=_count("--steps", 1), default=200, help="gpu: loader steps per run (default 200)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,12 +106,6 @@ def run(args: argparse.Namespace) -> int:
         return _run_gpu(args)
     from refqueue._bench_queue import measure
 
-    for name in ("repeats", "ops", "reclaim_outstanding", "wakes", "convoy_ops"):
-        value = getattr(args, name)
-        if value < 1:
-            raise SystemExit(f"refqueue bench: --{name.replace('_', '-')} must be >= 1, got {value}")
-    if args.convoy_mb < 0 or any(b < 1 for b in args.backlogs):
-        raise SystemExit("refqueue bench: --convoy-mb must be >= 0 and every backlog >= 1")
     if args.quick:
         settings: dict[str, Any] = dict(
             backlogs=[1_000, 10_000], ops=2_000, repeats=1, reclaim_outstanding=10_000, wakes=50,
@@ -107,8 +132,6 @@ def _run_redis(args: argparse.Namespace) -> int:
 
     from refqueue._bench_redis import measure
 
-    if args.repeats < 1 or args.ops < 1:
-        raise SystemExit("refqueue bench: --repeats and --ops must be >= 1")
     ops, repeats = (500, 1) if args.quick else (min(args.ops, 5_000), args.repeats)
     result = measure(ops=ops, repeats=repeats, samples=2 if args.quick else 4, sample_mb=8 if args.quick else 32,
                      progress=lambda text: print(f"bench redis: {text}", file=sys.stderr))
@@ -126,8 +149,6 @@ def _run_gpu(args: argparse.Namespace) -> int:
 
     from refqueue._bench_gpu import measure
 
-    if args.repeats < 1 or args.steps < 1 or not args.sizes or any(size < 1 for size in args.sizes):
-        raise SystemExit("refqueue bench gpu: --repeats, --steps and every --sizes value must be >= 1")
     sizes, repeats, steps = ((16,), 2, 40) if args.quick else (args.sizes, args.repeats, args.steps)
     result = measure(sizes_mib=sizes, repeats=repeats, steps=steps,
                      progress=lambda text: print(f"bench gpu: {text}", file=sys.stderr, flush=True))

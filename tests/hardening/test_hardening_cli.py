@@ -268,3 +268,41 @@ def test_certify_with_an_option_nested_too_deeply_exits_2(capsys):
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "-o x=" in err and "nests JSON too deeply" in err and "Traceback" not in err, err[:500]
+
+
+# -- options past any sense, and options that contradict each other (exit 2 before anything runs) --
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        # (100,000 TLC workers ran out of open files and were reported as a spec MISMATCH, exit 1)
+        (["check-spec", "--workers", "100000"], "--workers: 100000 is outside 1..256"),
+        # (--simulate-seconds was silently dropped for --deep's 600 s)
+        (["check-spec", "--config", "MCFlapping", "--simulate-seconds", "5", "--deep"],
+         "--deep simulates for 600 s and --simulate-seconds for the seconds it gives; give one of them"),
+        # (566 worker interpreters after 20 s, then the built-in backend blamed for the timeout)
+        (["certify", "-j", "100000"], "-j/--jobs: 100000 is above 64"),
+        # (bench's bad usage exited 1 with one message for two options, or "invalid <lambda> value")
+        (["bench", "queue", "--convoy-mb", "-1"], "--convoy-mb -1 is below 0"),
+        (["bench", "queue", "--backlogs", "1,x"], "--backlogs 'x' is not a whole number"),
+        (["bench", "redis", "--ops", "0"], "--ops 0 is below 1"),
+    ],
+)
+def test_options_past_any_sense_or_contradicting_each_other_exit_2(argv, expected, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exited:  # (argparse's own exit)
+        code = exited.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err, err
+
+
+def test_certify_a_module_that_calls_sys_exit_on_import_exits_2_naming_it(tmp_path, monkeypatch, capsys):
+    # (its status 3 became refqueue's, with no message)
+    (tmp_path / "exits_on_import.py").write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code = main(["certify", "exits_on_import:make", "--phase", "construction", "--report", str(tmp_path / "r")])
+    assert code == 2
+    assert "importing module 'exits_on_import' raised SystemExit: 3; fix the module" in capsys.readouterr().err

@@ -351,13 +351,13 @@ def _import(target: str, module_name: str) -> Any:
                 return importlib.import_module(module_name)
             except ModuleNotFoundError:
                 sys.path.remove(cwd)
-            except Exception as again:  # found there, but it does not import
+            except (Exception, SystemExit) as again:  # found there, but it does not import
                 raise _import_error(target, module_name, again) from again
         raise ValueError(
             f"backend target {target!r}: cannot import module {module_name!r} ({exc}); "
             f"install it or run from the directory that contains it"
         ) from exc
-    except Exception as exc:  # the module exists but raises on import, or does not compile
+    except (Exception, SystemExit) as exc:  # it exists but raises on import (sys.exit() too), or does not compile
         raise _import_error(target, module_name, exc) from exc
 
 

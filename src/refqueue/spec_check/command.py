@@ -14,6 +14,7 @@ config came out as the manifest says, 1 on any mismatch or unknown verdict,
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -29,6 +30,10 @@ from refqueue.spec_check.tlc import TlcRun, TlcUnavailable, find_jar, find_java,
 __all__ = ["add_arguments", "run", "check_config", "ConfigReport"]
 
 
+# TLC worker threads at most (each a thread of one JVM; 100,000 ran TLC out of open files, reported as a mismatch).
+MAX_WORKERS = 256
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -36,6 +41,9 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an int; pass a number of TLC worker threads >= 1") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is < 1; pass a number of TLC worker threads >= 1")
+    if value > MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"{value} is outside 1..{MAX_WORKERS}; pass a number of TLC worker threads "
+                                         f"(about the machine's cores: {os.cpu_count()})")
     return value
 
 
@@ -248,6 +256,9 @@ def _conflict(args: argparse.Namespace) -> str | None:
         return "--mutants-without-graphs applies only with --mutants; add --mutants or drop it"
     if getattr(args, "no_simulate", False) and ("--simulate-seconds" in given or "--deep" in given):
         return "--no-simulate contradicts --simulate-seconds and --deep; give one of them"
+    if "--simulate-seconds" in given and "--deep" in given:
+        return (f"--deep simulates for {DEEP_SIMULATE_SECONDS:g} s and --simulate-seconds for the seconds it gives; "
+                f"give one of them")
     return None
 
 
