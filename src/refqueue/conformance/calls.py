@@ -74,6 +74,12 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     ``"Sample-A"``/``"sample-a"``, ``"x"``/``"x "``/``" x"``, ``"é"`` in NFC
     and NFD, ``"A"``/fullwidth ``"Ａ"``, ``"ß"``/``"ss"``, a 1 KiB id) are all
     put, delivered in put order exactly as given and acked.
+``dedup-ids-exact``
+    the same lookalikes, and ``"s"``, ``"0"``, ``"s,"`` (pieces of
+    ``"s,0"``), on a queue with a dedup window, each put, acquired and acked
+    before the next is put: none is refused as a replay of one completed
+    before it (a window that casefolds or normalises ids, or keeps them
+    joined in one string, refuses some); the first id put again is.
 ``refs-delivered-intact``
     refs whose metadata a backend that stores them by hand gets wrong
     (``calls_inputs.RICH_META``: versions as ints and as strs, a run id
@@ -134,8 +140,8 @@ from typing import Any
 from refqueue.conformance.contract import Backend, load_backend
 from refqueue.conformance.crash import blame
 from refqueue.conformance.calls_inputs import (
-    dead_letter_reason, dead_letter_reasons_kept, durations_above_max, durations_not_positive, foreign_uri_same_scheme,
-    refs_delivered_intact, sample_ids_exact,
+    dead_letter_reason, dead_letter_reasons_kept, dedup_ids_exact, durations_above_max, durations_not_positive,
+    foreign_uri_same_scheme, refs_delivered_intact, sample_ids_exact,
 )  # fmt: skip
 from refqueue.conformance.calls_leases import (
     altered_epoch, json_round_trip, lease_fields, lease_id_below_1, lease_id_not_int, lease_ids_from_1,
@@ -425,6 +431,11 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "sample-ids-exact", "ids differing only in case, spaces at the ends, Unicode normal form or width are "
         "distinct: each is put, delivered in put order as given, and acked", sample_ids_exact,
+    ),
+    Check(
+        "dedup-ids-exact", "with a dedup window, the lookalike ids (and 's', '0', 's,', pieces of 's,0') each "
+        "completed before the next is put: none is refused as a replay of another; the same id exactly is",
+        dedup_ids_exact, ("dedup_window",),
     ),
     Check(
         "refs-delivered-intact", "a lease carries the ref put, field by field and of the same types: versions as "

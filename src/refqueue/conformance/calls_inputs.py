@@ -32,7 +32,8 @@ from refqueue.conformance.probe import Failed, Probe, bounded
 from refqueue.conformance.samples import RICH_META, STORE_META
 
 __all__ = [
-    "LOOKALIKE_IDS", "ODD_REASONS", "dead_letter_reason", "dead_letter_reasons_kept", "durations_above_max",
+    "DEDUP_IDS", "LOOKALIKE_IDS", "ODD_REASONS", "dead_letter_reason", "dead_letter_reasons_kept", "dedup_ids_exact",
+    "durations_above_max",
     "durations_not_positive", "foreign_uri_same_scheme", "refs_delivered_intact", "sample_ids_exact",
 ]  # fmt: skip
 
@@ -245,6 +246,40 @@ def sample_ids_exact(backend: Backend) -> int:
             if qq.call(f"ack(lease of {_short(got)})", lambda lease=lease: qq.q.ack(lease)) is not True:
                 raise Failed(f"ack of the live lease on {_short(got)} did not return True")
         qq.expect_counts((0, 0, 0), f"acking all {len(LOOKALIKE_IDS)} lookalike ids")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+# The lookalikes, then pieces of one of them ("s,0": a window kept as one joined string holds "s" and "0").
+DEDUP_IDS: tuple[str, ...] = LOOKALIKE_IDS + ("s", "0", "s,")
+
+
+def dedup_ids_exact(backend: Backend) -> int:
+    """With a dedup window, each id completes before the next is put: none is a replay of another."""
+    window = 2 * len(DEDUP_IDS)
+    qq = Probe(backend, dedup_window=window)
+    try:
+        for n, sample_id in enumerate(DEDUP_IDS):
+            ref = qq.ref(sample_id)
+            try:
+                qq.call(f"put({_short(sample_id)})", lambda ref=ref: qq.q.put(ref))
+            except Failed as exc:
+                raise Failed(f"{exc}, on a queue made with dedup_window={window} after {', '.join(map(_short, DEDUP_IDS[:n]))} "
+                             f"completed: none is the same str, and a replay is a put of the same id exactly (D5)") from exc  # fmt: skip
+            lease = qq.acquire(f"acquire() with only {_short(sample_id)} pending")
+            got = getattr(getattr(lease, "ref", None), "sample_id", None)
+            if got != sample_id:
+                raise Failed(f"acquire() with only {_short(sample_id)} pending returned the lease of {_short(got)}")
+            if qq.call(f"ack(lease of {_short(sample_id)})", lambda lease=lease: qq.q.ack(lease)) is not True:
+                raise Failed(f"ack of the live lease on {_short(sample_id)} did not return True")
+        again = qq.ref(DEDUP_IDS[0])
+        try:  # the window does hold them: the same id exactly is a replay
+            qq.refuses(f"put({_short(DEDUP_IDS[0])}) again, completed within dedup_window={window}",
+                       lambda: qq.q.put(again), "replay")
+        finally:
+            qq.store.scrub(again)
+        qq.expect_counts((0, 0, 0), f"completing {len(DEDUP_IDS)} ids one after another")
         return qq.calls
     finally:
         qq.close()
