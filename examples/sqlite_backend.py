@@ -334,13 +334,13 @@ class SqliteQueue:
     def _requeue_nowait(self, sample_id: str) -> None:
         """Fail or reclaim: to the tail of pending, or dead-lettered at ``max_deliveries`` (D7)."""
         (deliveries,) = self._db.execute("SELECT deliveries FROM samples WHERE sample_id = ?", (sample_id,)).fetchone()
+        if self._max_deliveries is not None and deliveries >= self._max_deliveries:
+            self._finish_nowait(sample_id, "max_deliveries")  # (its scrub first: one that raises changes nothing)
+            return
         self._db.execute(
             "UPDATE samples SET lease_id = NULL, deadline = NULL, redeliveries = redeliveries + 1 WHERE sample_id = ?",
             (sample_id,),
         )
-        if self._max_deliveries is not None and deliveries >= self._max_deliveries:
-            self._finish_nowait(sample_id, "max_deliveries")
-            return
         self._db.execute("UPDATE samples SET queued = ? WHERE sample_id = ?", (next(self._positions), sample_id))
         self._ready.notify()
 

@@ -25,6 +25,7 @@ MUTANTS = tuple(sorted(p.stem for p in Path(__file__).parent.glob("*.py") if not
 CAUGHT_BY = {
     'ack_before_scrub': 'calls',
     'ack_keeps_data': 'calls',
+    'acquire_clock_loses': 'calls',
     'acquire_poll_rounded_up': 'blocking',
     'acquire_polls_100ms': 'blocking',
     'acquire_polls_200ms': 'blocking',
@@ -47,7 +48,7 @@ CAUGHT_BY = {
     'close_wakes_one_producer': 'blocking',
     'copy_not_acking': 'calls',
     'dead_letter_drain_no_wake': 'blocking',
-    'dead_letter_late': 'walks',
+    'dead_letter_late': 'calls',
     'dead_letter_limit_drops_newest': 'calls',
     'dead_letter_limit_zero_keeps_all': 'calls',
     'dead_letter_no_room_wake': 'blocking',
@@ -101,6 +102,7 @@ CAUGHT_BY = {
     'reclaim_by_id': 'walks',
     'reclaim_early': 'lockstep',
     'reclaim_no_wake': 'blocking',
+    'reclaim_scrub_swallowed': 'calls',
     'reclaim_snapshot': 'threads',
     'reclaim_strict': 'calls',
     'reclaim_wakes_one': 'blocking',
@@ -192,6 +194,9 @@ NAMED_CHECK = {
     "sample_ids_casefold": ("sample-ids-exact", "put('sample-a') raised DuplicateSample"),
     "dedup_casefold": ("dedup-ids-exact", "put('sample-a') raised ReplayedSample: put('sample-a'): completed within the dedup window, on a queue made with dedup_window=50 after 'Sample-A' completed"),
     "dedup_joined": ("dedup-ids-exact", "put('s') raised ReplayedSample"),
+    "dead_letter_late": ("reclaim-scrub-fails", "reclaim_expired() of a lease at max_deliveries=1 never called store.scrub"),
+    "acquire_clock_loses": ("clock-fails", "after acquire() whose clock raised (the ref stays pending): pending_count() is 0, expected 1"),
+    "reclaim_scrub_swallowed": ("reclaim-scrub-fails", "reclaim_expired() that dead-letters 'r0' at max_deliveries=1 returned 1 although the store's scrub raised"),
     "dead_letter_limit_zero_keeps_all": ("dead-letter-limit", "on a queue made with dead_letter_limit=0 (docs/API.md: 0 keeps none), dead_letters() lists ['Z0', 'Z1']"),
     "dead_letter_limit_drops_newest": ("dead-letter-limit", "after 7 dead letters on a queue made with dead_letter_limit=4, dead_letters() lists ['L0', 'L1', 'L2', 'L3']"),
     "dedup_window_capped": ("dedup-window-large", "put('u0000') again, the oldest of 600 ids completed on a queue made with dedup_window=600 returned None; docs/API.md says it raises ('replay')"),
@@ -227,7 +232,7 @@ REPEATS = {
     "pause_flag_race": "no_band",  # threads: a history that is not linearizable
     "extend_stale": "stale_ack",  # walks: a divergence from the model on a stale lease
     "dedup_short": "dedup_forever",  # walks: a divergence from the model on a re-put
-    "early_terminal_none": "dead_letter_late",  # walks: a divergence from the model
+    "early_terminal_none": "stale_ack",  # walks: a divergence from the model
     "dead_letters_sorted": "dead_letters_cap_100",  # calls: dead-letters-kept (before the walks diverge on dead letters)
     "put_poll_zero": "reclaimer_interval_zero",  # calls: durations-not-positive
     "lease_json_ms_deadline": "lease_json_no_bytes",  # calls: json-round-trip

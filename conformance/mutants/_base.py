@@ -445,9 +445,10 @@ class BaseQueue:
     def _acquire_nowait(self) -> Lease | None:
         if not self._pending:
             return None
+        now = self._clock.now()  # (first: a clock that raises leaves the ref pending)
         entry = self._entries[self._pending.popleft()]
         entry.deliveries += 1
-        entry.deadline = self._clock.now() + self._vt.seconds
+        entry.deadline = now + self._vt.seconds
         entry.lease = Lease(entry.ref, entry.deadline, self._vt, entry.redeliveries, next(self._ids), self._epoch)
         return entry.lease
 

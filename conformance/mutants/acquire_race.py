@@ -24,11 +24,12 @@ class AcquireRace(BaseQueue):
             time.sleep(0)  # ... let another thread run ...
         finally:
             self._lock.acquire()
+        now = self._clock.now()  # (before the pop, as the base: a clock that raises leaves the ref pending)
         if self._pending:
             self._pending.popleft()  # ... act: pop whatever is the head now
         entry = self._entries[sample_id]
         entry.deliveries += 1
-        entry.deadline = self._clock.now() + self._vt.seconds
+        entry.deadline = now + self._vt.seconds
         entry.lease = Lease(entry.ref, entry.deadline, self._vt, entry.redeliveries, next(self._ids), self._epoch)
         return entry.lease
 

@@ -82,5 +82,17 @@ class DeadlineSettleBeforeCount(BaseQueue):
                 hits.append(self._entries[item[1]])
         return hits
 
+    def reclaim_expired(self) -> int:
+        with self._lock:
+            hits = self._expired(self._clock.now())
+            for k, entry in enumerate(hits):
+                try:
+                    self._requeue(entry)
+                except BaseException:  # (a scrub that raised: the entries not reclaimed keep their heap items)
+                    for left in hits[k:]:
+                        self._push(left)
+                    raise
+            return len(hits)
+
 
 make = factory(DeadlineSettleBeforeCount)

@@ -19,12 +19,14 @@ class FailNoWake(BaseQueue):
             return True
 
     def _requeue_quietly(self, entry):
-        """``_requeue`` without the notification."""
-        entry.lease, entry.deadline = None, None
-        entry.redeliveries += 1
+        """``_requeue`` without the notification (the cap's dead letter as the base makes it, scrub first)."""
         if self._max_deliveries is not None and entry.deliveries >= self._max_deliveries:
             self._finish(entry, "max_deliveries")
+            entry.lease, entry.deadline = None, None
+            entry.redeliveries += 1
             return
+        entry.lease, entry.deadline = None, None
+        entry.redeliveries += 1
         self._pending.append(entry.ref.sample_id)
 
 

@@ -11,9 +11,10 @@ class LeaseVtDefault(BaseQueue):
     def _acquire_nowait(self):
         if not self._pending:
             return None
+        now = self._clock.now()  # (first, as the base: a clock that raises leaves the ref pending)
         entry = self._entries[self._pending.popleft()]
         entry.deliveries += 1
-        entry.deadline = self._clock.now() + self._vt.seconds
+        entry.deadline = now + self._vt.seconds
         entry.lease = Lease(entry.ref, entry.deadline, Timeout(), entry.redeliveries, next(self._ids), self._epoch)
         return entry.lease
 

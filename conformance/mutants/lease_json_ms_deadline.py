@@ -28,9 +28,10 @@ class LeaseJsonMsDeadline(BaseQueue):
     def _acquire_nowait(self):
         if not self._pending:
             return None
+        now = self._clock.now()  # (first, as the base: a clock that raises leaves the ref pending)
         entry = self._entries[self._pending.popleft()]
         entry.deliveries += 1
-        entry.deadline = self._clock.now() + self._vt.seconds
+        entry.deadline = now + self._vt.seconds
         entry.lease = MsLease(entry.ref, entry.deadline, self._vt, entry.redeliveries, next(self._ids), self._epoch)
         return entry.lease
 

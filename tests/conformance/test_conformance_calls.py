@@ -64,6 +64,7 @@ def test_a_check_the_capabilities_rule_out_is_listed_as_not_run():
         "dedup-window-large": "dedup_window=False declared",
         "dedup-ids-exact": "dedup_window=False declared",
         "dedup-across-clients": "dedup_window=False declared",
+        "reclaim-scrub-fails": "max_deliveries=False declared",
         "leases-across-clients": "one client: the factory has no open_client (or the run passed clients=1)",
     }
 

@@ -35,9 +35,11 @@ The phases, in the order they run (each module ``refqueue.conformance.NAME``):
                   and ref metadata of every shape kept exactly), ``calls_many``
                   (hundreds of dead letters; the oldest dropped past
                   ``dead_letter_limit``; a dedup window of hundreds of ids;
-                  concurrent puts of one id) and
+                  concurrent puts of one id),
                   ``calls_state`` (state handed out or kept long: callbacks'
-                  health, returned lists, the deadline index, orphans) for
+                  health, returned lists, the deadline index, orphans) and
+                  ``calls_failures`` (a reclaim's dead-letter scrub, and the
+                  clock under acquire, extend and reclaim, raising) for
                   some of the checks, ``probe`` (one queue, its calls
                   judged), ``harness`` (the soak).
 ``faults``        for a backend that declares it (``Capabilities(faults=True)``

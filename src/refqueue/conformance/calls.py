@@ -93,6 +93,10 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     where declared) of a live lease raises and commits nothing (the lease
     is still outstanding, nothing pending, the data resident, no dead
     letter); once scrubbing works again the same lease acks.
+``reclaim-scrub-fails`` / ``clock-fails``
+    ``refqueue.conformance.calls_failures`` (a reclaim's dead-letter scrub
+    that raises; a clock that raises under acquire, extend and reclaim),
+    which says what each checks.
 ``json-round-trip``
     ``SampleRef.from_json(ref.to_json())`` and (with ``lease_json``)
     ``type(lease).from_json(lease.to_json())`` (and of its bytes) of a
@@ -139,6 +143,7 @@ from typing import Any
 
 from refqueue.conformance.contract import Backend, load_backend
 from refqueue.conformance.crash import blame
+from refqueue.conformance.calls_failures import clock_fails, reclaim_scrub_fails
 from refqueue.conformance.calls_inputs import (
     dead_letter_reason, dead_letter_reasons_kept, dedup_ids_exact, durations_above_max, durations_not_positive,
     foreign_uri_same_scheme, refs_delivered_intact, sample_ids_exact,
@@ -498,6 +503,14 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "put-duplicate-concurrent", f"{PUTTERS} threads put one new ref at once, {PUT_ROUNDS} rounds: exactly one is "
         "accepted, the others raise DuplicateSample", put_duplicate_concurrent,
+    ),
+    Check(
+        "reclaim-scrub-fails", "a reclaim that dead-letters at max_deliveries=1 whose scrub raises raises and commits "
+        "nothing; the next reclaim dead-letters", reclaim_scrub_fails, ("max_deliveries", "injected_clock"),
+    ),
+    Check(
+        "clock-fails", "acquire, extend and reclaim_expired whose clock raises raise and change nothing (the ref "
+        "pending, the old deadline, the lease out)", clock_fails, ("injected_clock",),
     ),
 )  # fmt: skip
 CHECKS = tuple(c.name for c in NAMED_CHECKS)

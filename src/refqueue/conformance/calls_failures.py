@@ -1,0 +1,144 @@
+"""The ``calls`` phase's checks of calls whose environment fails under them
+(docs/API.md, "Failures change nothing": a state change runs everything that
+can raise first, the clock and the store's ``scrub`` among them, and commits
+last).  ``refqueue.conformance.calls`` lists them after its own:
+
+``clock-fails``
+    the kit's clock, switched to raise ``OSError`` on every read: ``acquire``
+    with a ref pending, ``extend`` of a live lease and ``reclaim_expired``
+    with a lease past its deadline each raise and change nothing (the ref
+    stays pending and is then delivered for the first time, the old deadline
+    stands, the lease stays out); once the clock reads again each call does
+    what it would have done.  A call that did not read the clock at all is
+    not judged (it had nothing to fail on).
+``reclaim-scrub-fails``
+    a reclaim that dead-letters at ``max_deliveries=1`` on a store whose
+    ``scrub`` raises: ``reclaim_expired`` raises and commits nothing (the
+    lease still out, the data resident, no dead letter); once the store
+    scrubs again, the next ``reclaim_expired`` dead-letters it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from refqueue.clock import ManualClock
+from refqueue.conformance.contract import Backend
+from refqueue.conformance.probe import Failed, Probe, ScrubSwitch
+from refqueue.conformance.samples import default_store
+
+__all__ = ["ClockSwitch", "clock_fails", "reclaim_scrub_fails"]
+
+VISIBILITY = 30.0
+
+
+class ClockSwitch(ManualClock):
+    """The kit's manual clock, whose ``now()`` raises ``OSError`` while ``failing`` is set."""
+
+    __slots__ = ("failing", "reads_refused")
+
+    def __init__(self, start: float) -> None:
+        super().__init__(start)
+        self.failing = False
+        self.reads_refused = 0
+
+    def now(self) -> float:
+        if self.failing:
+            self.reads_refused += 1
+            raise OSError("the kit's clock failed on purpose (clock-fails)")
+        return super().now()
+
+
+def _fails(qq: Probe, clock: ClockSwitch, what: str, call: Any) -> bool:
+    """Run ``call`` with the clock failing: False if it returned without reading
+    the clock (nothing to judge), True if it raised; ``Failed`` if it read the
+    clock and still returned."""
+    clock.failing, clock.reads_refused = True, 0
+    qq.calls += 1
+    try:
+        value = call()
+    except Exception:  # noqa: BLE001 - the clock's failure reached the caller: as documented
+        return True
+    finally:
+        clock.failing = False
+    if clock.reads_refused:
+        raise Failed(f"{what} returned {value!r} although the clock raised when it read it; it must raise and change "
+                     f"nothing")
+    return False
+
+
+def clock_fails(backend: Backend) -> int:
+    clock = ClockSwitch(100.0)
+    qq = Probe(backend, clock=clock, visibility_timeout=VISIBILITY)
+    try:
+        ref = qq.ref("c0")
+        qq.call("put('c0')", lambda: qq.q.put(ref))
+        before = qq.counts()
+        if _fails(qq, clock, "acquire() with 'c0' pending", qq.q.acquire_nowait if qq.caps.acquire_nowait
+                  else lambda: qq.q.acquire(poll_interval=0.001)):
+            qq.expect_counts(before, "acquire() whose clock raised (the ref stays pending)")
+        lease = qq.acquire("acquire() with 'c0' pending, the clock reading again")
+        if getattr(getattr(lease, "ref", None), "sample_id", None) != "c0" or lease.redelivery_count != 0:
+            raise Failed(f"acquire() after one whose clock raised returned {lease!r}; it should deliver 'c0' for the "
+                         f"first time (redelivery_count 0): the failed acquire changed nothing")
+        clock.advance(VISIBILITY / 2)
+        if _fails(qq, clock, "extend(lease of 'c0')", lambda: qq.q.extend(lease)):
+            clock.advance(VISIBILITY / 2 + 1.0)  # past the old deadline, which must stand
+            got = qq.call("reclaim_expired() past the deadline the failed extend left", qq.q.reclaim_expired)
+            if got != 1:
+                raise Failed(f"reclaim_expired() with the clock past the lease's deadline returned {got!r}, not 1: "
+                             f"the extend whose clock raised moved the deadline (it must change nothing)")
+            lease = qq.acquire("acquire() of 'c0', reclaimed")
+            if getattr(getattr(lease, "ref", None), "sample_id", None) != "c0":
+                raise Failed(f"acquire() after the reclaim of 'c0' returned {lease!r}")
+        clock.advance(VISIBILITY + 1.0)
+        before = qq.counts()
+        if _fails(qq, clock, "reclaim_expired() with the lease past its deadline", qq.q.reclaim_expired):
+            qq.expect_counts(before, "reclaim_expired() whose clock raised (nothing taken back)")
+            got = qq.call("reclaim_expired(), the clock reading again", qq.q.reclaim_expired)
+            if got != 1:
+                raise Failed(f"reclaim_expired() with the lease past its deadline, after one whose clock raised, "
+                             f"returned {got!r}; it should take the lease back: 1")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def reclaim_scrub_fails(backend: Backend) -> int:
+    inner = backend.make_store() if backend.make_store is not None else default_store()
+    store = ScrubSwitch(inner)
+    qq = Probe(backend, store=store, max_deliveries=1, visibility_timeout=VISIBILITY)
+    qq.own_store = False
+    try:
+        qq.leased("r0")
+        qq.clock.advance(VISIBILITY + 1.0)
+        before = qq.counts()
+        dead = list(qq.q.dead_letters()) if qq.caps.dead_letter else None
+        store.failing = True
+        qq.calls += 1
+        try:
+            value = qq.q.reclaim_expired()
+        except Exception:  # noqa: BLE001 - the store's failure reached the caller: as documented
+            pass
+        else:
+            if store.scrubs_refused:
+                raise Failed(f"reclaim_expired() that dead-letters 'r0' at max_deliveries=1 returned {value!r} although "
+                             f"the store's scrub raised; it must raise and commit nothing (or the sample is finished "
+                             f"with its data resident for ever)")
+        finally:
+            store.failing = False
+        if store.scrubs_refused == 0:
+            raise Failed("reclaim_expired() of a lease at max_deliveries=1 never called store.scrub: a dead letter "
+                         "scrubs its data (D2)")
+        qq.expect_counts(before, "reclaim_expired() whose dead-letter scrub raised (nothing commits)")
+        if dead is not None and list(qq.q.dead_letters()) != dead:
+            raise Failed("after reclaim_expired() whose dead-letter scrub raised, dead_letters() changed; nothing commits")
+        got = qq.call("reclaim_expired() again, the store scrubbing", qq.q.reclaim_expired)
+        if got != 1:
+            raise Failed(f"reclaim_expired() again, once the store scrubs, returned {got!r}; it should dead-letter "
+                         f"'r0': 1")
+        qq.expect_counts((0, 0, 0), "the reclaim that dead-lettered 'r0' at max_deliveries=1")
+        return qq.calls
+    finally:
+        qq.close()
+        inner.close()
