@@ -159,15 +159,15 @@ def _reach(url: str) -> Any:
     """The user's server at ``url``, or ``ValueError`` saying it cannot be reached (nothing made yet)."""
     import redis
 
-    from refqueue._redact import redacted
+    from refqueue._redact import redacted, redacted_text
     from refqueue.torture.server import ExternalServer
 
     try:
         return ExternalServer(url)
     except (redis.exceptions.RedisError, OSError) as exc:
-        raise ValueError(f"--url {redacted(url)!r}: no Redis server answers there ({type(exc).__name__}: {exc}); "
-                         f"start one (redis-server --port N) or pass another --url, or leave --url out for a "
-                         f"throwaway server") from None
+        why = redacted_text(f"{type(exc).__name__}: {exc}")
+        raise ValueError(f"--url {redacted(url)!r}: no Redis server answers there ({why}); start one (redis-server "
+                         f"--port N) or pass another --url, or leave --url out for a throwaway server") from None
 
 
 def _open_own(spec: dict[str, Any], direct_url: str, rec: Recorder) -> tuple[Any, Any]:
