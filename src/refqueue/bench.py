@@ -51,7 +51,6 @@ def _count(flag: str, lo: int) -> Any:
             raise argparse.ArgumentTypeError(f"{flag} {value} is below {lo}; give a whole number >= {lo}")
         return value
 
-    parse.__name__ = flag  # (argparse names the type in a message it writes itself)
     return parse
 
 
@@ -65,7 +64,6 @@ def _counts(flag: str, example: str) -> Any:
         except argparse.ArgumentTypeError as exc:
             raise argparse.ArgumentTypeError(f"{exc} (in {text!r}: a comma-separated list, e.g. {example})") from None
 
-    parse.__name__ = flag
     return parse
 
 

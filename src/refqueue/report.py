@@ -55,9 +55,9 @@ def run(args: argparse.Namespace) -> int:
         print(printable(f"refqueue report: --html {str(out)!r} exists and is not a regular file (a FIFO, a folder, "
                         f"a symlink); pass a new file"), file=sys.stderr)
         return 2
-    for log in args.logs:
+    for log in args.logs if out.exists() else ():
         with contextlib.suppress(OSError):  # (a log that cannot be read is read_jsonl's to report)
-            if out.exists() and os.path.samefile(out, log):
+            if os.path.samefile(out, log):
                 print(printable(f"refqueue report: --html {str(out)!r} is the log {log!r} it reads; writing the "
                                 f"page would destroy the log: pass another file"), file=sys.stderr)
                 return 2

@@ -246,26 +246,38 @@ class _Churn:
                     self._taken(lease, self.qq.q, taken)
 
 
+def _closed_with_a_lease_out(qq: WaitQueue) -> tuple[Any, list[Any]]:
+    """Lease 'w0', close the queue, and block two consumers in ``acquire``: the lease and the consumers."""
+    lease = leased(qq, "w0")
+    qq.ask("close()", qq.q.close)
+    why = "the queue is closed but not drained (a lease is outstanding and may come back): it must wait"
+    return lease, [blocked_consumer(qq, f"consumer {k}'s ", why) for k in (1, 2)]
+
+
+def _drained_by(qq: WaitQueue, consumers: list[Any], call: str, finish: Any, want: object, by: str) -> list[float]:
+    """Make ``call`` (``finish``), which must answer ``want`` and drain the closed queue:
+    both ``consumers`` return None within the bound; their latencies."""
+    answer, at = qq.waking(call, finish, wakes="acquire")
+    if (answer is not True) if want is True else (answer != want or isinstance(answer, bool)):
+        raise Failed(f"{call} of the live lease returned {answer!r}, not {want!r}")
+    latencies = [qq.woken(consumer, by, at) for consumer in consumers]
+    for consumer in consumers:
+        no_error(consumer)
+        if consumer.value is not None:
+            raise Failed(f"{consumer.what} returned {show(consumer.value)} once the closed queue drained, not None")
+    return latencies
+
+
 def woken_by_drain(attempt: Attempt) -> float:
     latencies = []
     for how in ("ack", "dead_letter") if attempt.backend.capabilities.dead_letter else ("ack",):
         qq = attempt.queue(watermarks=False, visibility=VISIBILITY)
-        lease = leased(qq, "w0")
-        qq.ask("close()", qq.q.close)
-        why = "the queue is closed but not drained (a lease is outstanding and may come back): it must wait"
-        consumers = [blocked_consumer(qq, f"consumer {k}'s ", why) for k in (1, 2)]
+        lease, consumers = _closed_with_a_lease_out(qq)
         if how == "ack":
             call, finish = "ack(lease of 'w0')", lambda: qq.w.ack(lease)
         else:
             call, finish = "dead_letter(lease of 'w0', 'kit')", lambda: qq.w.dead_letter(lease, "kit")
-        answer, at = qq.waking(call, finish, wakes="acquire")
-        if answer is not True:
-            raise Failed(f"{call} of the live lease returned {answer!r}, not True")
-        latencies += [qq.woken(consumer, f"the {how} that drained the closed queue", at) for consumer in consumers]
-        for consumer in consumers:
-            no_error(consumer)
-            if consumer.value is not None:
-                raise Failed(f"{consumer.what} returned {show(consumer.value)} once the closed queue drained, not None")
+        latencies += _drained_by(qq, consumers, call, finish, True, f"the {how} that drained the closed queue")
     return max(latencies)
 
 
@@ -277,14 +289,7 @@ def each_woken_by_puts(attempt: Attempt) -> float:
     # woken consumer has taken the first ref, so pending is not empty then.
     _, at = qq.waking("put('w0') then put('w1')", lambda: (qq.w.put(refs[0]), qq.w.put(refs[1])), wakes="acquire")
     latency = max(qq.woken(consumer, "put('w0') then put('w1')", at) for consumer in consumers)
-    got = []
-    for consumer in consumers:
-        no_error(consumer)
-        if getattr(consumer.value, "ref", None) is None:
-            raise Failed(f"{consumer.what} returned {show(consumer.value)} after two puts; it should take one ref")
-        got.append(consumer.value.ref.sample_id)
-    if sorted(got) != ["w0", "w1"]:
-        raise Failed(f"two consumers woken by put('w0') and put('w1') took {got}; each should take one of them")
+    _each_took(consumers, "put('w0') then put('w1')", ["w0", "w1"])
     return latency
 
 
@@ -300,15 +305,17 @@ def all_woken_by_close(attempt: Attempt) -> float:
     return latency
 
 
-def _each_took(consumers: list[Any], by: str, ids: list[str], redelivery: int) -> None:
-    """Each of ``consumers``, woken by ``by``, took one of ``ids`` (each once) with ``redelivery``."""
+def _each_took(consumers: list[Any], by: str, ids: list[str], redelivery: int | None = None) -> None:
+    """Each of ``consumers``, woken by ``by``, took one of ``ids`` (each once), with
+    ``redelivery`` (when given)."""
     got = []
     for consumer in consumers:
         no_error(consumer)
         if getattr(consumer.value, "ref", None) is None:
             raise Failed(f"{consumer.what} returned {show(consumer.value)} after {by}; it should take one ref")
         got.append(consumer.value.ref.sample_id)
-        expect_lease(consumer.value, consumer.value.ref.sample_id, redelivery, consumer.what)
+        if redelivery is not None:
+            expect_lease(consumer.value, consumer.value.ref.sample_id, redelivery, consumer.what)
     if sorted(got) != sorted(ids):
         raise Failed(f"two consumers woken by {by} took {got}; each should take one of {ids}")
 
@@ -363,24 +370,14 @@ def drain_woken_at_the_cap(attempt: Attempt) -> float:
     latencies = []
     for how in ("fail", "reclaim"):
         qq = attempt.queue(watermarks=False, visibility=VISIBILITY, max_deliveries=1)
-        lease = leased(qq, "w0")
-        qq.ask("close()", qq.q.close)
-        why = "the queue is closed but not drained (a lease is outstanding and may come back): it must wait"
-        consumers = [blocked_consumer(qq, f"consumer {k}'s ", why) for k in (1, 2)]
+        lease, consumers = _closed_with_a_lease_out(qq)
         if how == "fail":
-            call, finish = "fail(lease of 'w0') at max_deliveries=1", lambda: qq.w.fail(lease)
+            call, finish, want = "fail(lease of 'w0') at max_deliveries=1", lambda: qq.w.fail(lease), True
         else:
             qq.clock.advance(VISIBILITY + 1.0)
-            call, finish = "reclaim_expired() of 'w0' at max_deliveries=1", qq.w.reclaim_expired
-        answer, at = qq.waking(call, finish, wakes="acquire")
-        if (answer is not True) if how == "fail" else (answer != 1 or isinstance(answer, bool)):
-            raise Failed(f"{call} of the live lease returned {answer!r}, not {'True' if how == 'fail' else '1'}")
+            call, finish, want = "reclaim_expired() of 'w0' at max_deliveries=1", qq.w.reclaim_expired, 1
         by = f"{call}, which dead-letters the sample and drains the closed queue"
-        latencies += [qq.woken(consumer, by, at) for consumer in consumers]
-        for consumer in consumers:
-            no_error(consumer)
-            if consumer.value is not None:
-                raise Failed(f"{consumer.what} returned {show(consumer.value)} once the closed queue drained, not None")
+        latencies += _drained_by(qq, consumers, call, finish, want, by)
     return max(latencies)
 
 

@@ -163,9 +163,8 @@ from refqueue.conformance.harness import Divergence, Harness, ModelConfig
 from refqueue.conformance.phase import (
     Check, ChecksReport, Context, PhaseBase, PhaseResult, checks_counts, checks_doc, checks_result, select_checks,
 )  # fmt: skip
-from refqueue.conformance.probe import WITHIN, Failed, NotRun, Probe, ScrubSwitch, bounded
+from refqueue.conformance.probe import WITHIN, Failed, NotRun, Probe, ScrubSwitch, bounded, scrub_switch_probe
 from refqueue.conformance.render import replay_module
-from refqueue.conformance.samples import default_store
 from refqueue.conformance.session import open_clients
 
 __all__ = ["CHECKS", "NAMED_CHECKS", "PHASE", "SOAK", "WITHIN", "CallsReport", "ScrubSwitch", "check_calls"]
@@ -262,14 +261,8 @@ def _dedup_across_clients(backend: Backend) -> int:
                 raise Failed(f"{done_by}.acquire() with only {sample_id!r} pending returned {lease!r}")
             if qq.call(f"{done_by}.ack(its lease)", lambda: clients[done_by].ack(lease)) is not True:
                 raise Failed(f"{done_by}.ack of its live lease on {sample_id!r} did not return True")
-            again = qq.ref(sample_id)  # the producer made the sample again
-            try:
-                qq.refuses(
-                    f"{put_by}.put({sample_id!r}) again, completed through {done_by} within dedup_window=4",
-                    lambda: clients[put_by].put(again), "replay",
-                )
-            finally:
-                qq.store.scrub(again)
+            qq.refuses_replay(sample_id, f"{put_by}.put({sample_id!r}) again, completed through {done_by} within "
+                                         f"dedup_window=4", clients[put_by])  # (the producer made the sample again)
             qq.expect_counts((0, 0, 0), f"the replay of {sample_id!r} through {put_by} was refused")
         return qq.calls
     finally:
@@ -277,10 +270,7 @@ def _dedup_across_clients(backend: Backend) -> int:
 
 
 def _scrub_fails(backend: Backend) -> int:
-    inner = backend.make_store() if backend.make_store is not None else default_store()
-    store = ScrubSwitch(inner)
-    qq = Probe(backend, store=store)
-    qq.own_store = False
+    qq, store = scrub_switch_probe(backend)
     try:
         calls: list[tuple[str, Callable[[Any], Any]]] = [("ack", lambda lease: qq.q.ack(lease))]
         if qq.caps.dead_letter:
@@ -310,7 +300,6 @@ def _scrub_fails(backend: Backend) -> int:
         return qq.calls
     finally:
         qq.close()
-        inner.close()
 
 
 def _deadline_soak(backend: Backend) -> int:

@@ -24,8 +24,7 @@ from typing import Any
 
 from refqueue.clock import ManualClock
 from refqueue.conformance.contract import Backend
-from refqueue.conformance.probe import Failed, Probe, ScrubSwitch
-from refqueue.conformance.samples import default_store
+from refqueue.conformance.probe import Failed, Probe, scrub_switch_probe
 
 __all__ = ["ClockSwitch", "clock_fails", "reclaim_scrub_fails"]
 
@@ -110,10 +109,7 @@ def clock_fails(backend: Backend) -> int:
 
 
 def reclaim_scrub_fails(backend: Backend) -> int:
-    inner = backend.make_store() if backend.make_store is not None else default_store()
-    store = ScrubSwitch(inner)
-    qq = Probe(backend, store=store, max_deliveries=1, visibility_timeout=VISIBILITY)
-    qq.own_store = False
+    qq, store = scrub_switch_probe(backend, max_deliveries=1, visibility_timeout=VISIBILITY)
     try:
         qq.leased("r0")
         qq.clock.advance(VISIBILITY + 1.0)
@@ -146,4 +142,3 @@ def reclaim_scrub_fails(backend: Backend) -> int:
         return qq.calls
     finally:
         qq.close()
-        inner.close()

@@ -273,12 +273,8 @@ def dedup_ids_exact(backend: Backend) -> int:
                 raise Failed(f"acquire() with only {_short(sample_id)} pending returned the lease of {_short(got)}")
             if qq.call(f"ack(lease of {_short(sample_id)})", lambda lease=lease: qq.q.ack(lease)) is not True:
                 raise Failed(f"ack of the live lease on {_short(sample_id)} did not return True")
-        again = qq.ref(DEDUP_IDS[0])
-        try:  # the window does hold them: the same id exactly is a replay
-            qq.refuses(f"put({_short(DEDUP_IDS[0])}) again, completed within dedup_window={window}",
-                       lambda: qq.q.put(again), "replay")
-        finally:
-            qq.store.scrub(again)
+        # the window does hold them: the same id exactly is a replay
+        qq.refuses_replay(DEDUP_IDS[0], f"put({_short(DEDUP_IDS[0])}) again, completed within dedup_window={window}")
         qq.expect_counts((0, 0, 0), f"completing {len(DEDUP_IDS)} ids one after another")
         return qq.calls
     finally:

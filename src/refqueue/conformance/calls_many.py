@@ -130,12 +130,8 @@ def dedup_window_large(backend: Backend) -> int:
         for n, sample_id in enumerate(ids[:DEDUP_LARGE]):
             _complete(qq, sample_id, dead=n % 10 == 9)  # every tenth dead-lettered: it counts as completed (D5)
         for sample_id, which in ((ids[0], "oldest"), (ids[9], "dead-lettered"), (ids[DEDUP_LARGE - 1], "newest")):
-            again = qq.ref(sample_id)
-            try:
-                qq.refuses(f"put({sample_id!r}) again, the {which} of {DEDUP_LARGE} ids completed on a queue made "
-                           f"with dedup_window={DEDUP_LARGE}", lambda again=again: qq.q.put(again), "replay")
-            finally:
-                qq.store.scrub(again)
+            qq.refuses_replay(sample_id, f"put({sample_id!r}) again, the {which} of {DEDUP_LARGE} ids completed on a "
+                                         f"queue made with dedup_window={DEDUP_LARGE}")
         _complete(qq, ids[DEDUP_LARGE], dead=False)  # one more: the oldest leaves the window
         first = qq.ref(ids[0])
         qq.call(f"put({ids[0]!r}) after {DEDUP_LARGE} newer ids completed (it left the dedup window)",

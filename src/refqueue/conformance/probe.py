@@ -26,7 +26,7 @@ from refqueue.conformance.samples import STORE_META, default_store, sample_tenso
 from refqueue.refs import SampleRef
 from refqueue.store import FeatureStore
 
-__all__ = ["WITHIN", "Failed", "NotRun", "Probe", "ScrubSwitch", "bounded", "observed"]
+__all__ = ["WITHIN", "Failed", "NotRun", "Probe", "ScrubSwitch", "bounded", "observed", "scrub_switch_probe"]
 
 WITHIN = 5.0  # seconds a call that must return at once may take before it counts as hung
 
@@ -125,6 +125,17 @@ class Probe:
             return
         raise Failed(f"{what} returned {value!r}; docs/API.md says it raises ({kind!r})")
 
+    def refuses_replay(self, sample_id: str, what: str, client: Any = None) -> None:
+        """``sample_id`` stored again (as its producer would) and put through ``client``
+        (default: this probe's queue) is refused as a replay (``what`` names the call); the
+        data stored for it is scrubbed after."""
+        q = self.q if client is None else client
+        again = self.ref(sample_id)
+        try:
+            self.refuses(what, lambda: q.put(again), "replay")
+        finally:
+            self.store.scrub(again)
+
     def ref(self, sample_id: str, meta: Mapping[str, Any] = STORE_META) -> Any:
         """A one-unit sample stored under ``sample_id`` with ``meta`` (FeatureStore.put's keywords)."""
         self._tags += 1
@@ -170,6 +181,17 @@ class Probe:
                 self.store.close()
             except Exception:  # noqa: BLE001
                 pass
+
+
+def scrub_switch_probe(backend: Backend, **config: Any) -> tuple[Probe, ScrubSwitch]:
+    """A ``Probe`` whose store is the backend's own (or the kit's) behind a
+    ``ScrubSwitch``: the queue and the switch a failing-scrub check drives.
+    The probe's ``close`` closes the store."""
+    inner = backend.make_store() if backend.make_store is not None else default_store()
+    switch = ScrubSwitch(inner)
+    qq = Probe(backend, store=switch, **config)
+    qq.own_store = True  # (the switch's close closes the store under it)
+    return qq, switch
 
 
 def bounded(what: str, fn: Callable[[], Any], within: float = WITHIN) -> Any:
