@@ -19,6 +19,11 @@ few seconds closing, draining and checking).
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -54,3 +59,29 @@ def test_a_short_run_with_kills_and_lost_replies(redis_installed, tmp_path, caps
         assert status == (1 if kinds else 0)
     assert all(a["excerpt"] for a in run["anomalies"][:3])
     assert report["table"][0]["run"] == "kill,drop"
+
+
+
+def test_an_interrupted_run_on_a_users_server_leaves_none_of_its_keys(redis_server, tmp_path):
+    # (a Ctrl-C left the run's keys in the user's server: they were deleted only when the run finished)
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "refqueue.cli", "torture", "--url", redis_server.url, "--faults", "none",
+         "--duration", "120", "--producers", "1", "--consumers", "1", "--dir", str(tmp_path / "run")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not client.keys("refqueue:{torture-*") and time.monotonic() < deadline:
+            assert run.poll() is None, run.stderr.read() if run.stderr else ""
+            time.sleep(0.1)
+        assert client.keys("refqueue:{torture-*"), "the run never wrote its keys"
+        os.killpg(run.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
+        assert run.wait(60) == 130
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    assert client.keys("refqueue:{torture-*") == []
