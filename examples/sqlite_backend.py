@@ -133,7 +133,7 @@ class SqliteQueue:
         self._closed = False
         self._paused = False
         self._parked_bytes = 0  # estimated_bytes of the refs whose producers wait in put_blocks_until_below (D8)
-        self._reclaimer: tuple[threading.Thread, threading.Event] | None = None
+        self._reclaimer: tuple[threading.Thread, threading.Event, list[BaseException]] | None = None
         # Callbacks not yet called, in the order of the changes they report, and whether
         # a thread is calling them: one thread at a time calls them, so a pause that
         # commits after a resume is never reported before it, whichever thread runs first.
@@ -372,24 +372,32 @@ class SqliteQueue:
     def start_reclaimer(self, interval: float | None = None) -> None:
         interval = self._vt.seconds / 4 if interval is None else _seconds("start_reclaimer(interval)", interval)
         stop = threading.Event()  # set by stop_reclaimer
-        thread = threading.Thread(target=self._reclaim_every, args=(interval, stop), daemon=True)
+        stopped_by: list[BaseException] = []  # the error that ended the thread early, for stop_reclaimer
+        thread = threading.Thread(target=self._reclaim_every, args=(interval, stop, stopped_by), daemon=True)
         with self._lock:
             if self._reclaimer is not None:
                 raise RuntimeError("start_reclaimer: a reclaimer is already running; call stop_reclaimer() first")
-            self._reclaimer = (thread, stop)
+            self._reclaimer = (thread, stop, stopped_by)
         thread.start()
 
-    def _reclaim_every(self, interval: float, stop: threading.Event) -> None:
-        while not stop.wait(interval):  # the period's timer, and stop_reclaimer's signal
-            self.reclaim_expired()
+    def _reclaim_every(self, interval: float, stop: threading.Event, stopped_by: list[BaseException]) -> None:
+        try:
+            while not stop.wait(interval):  # the period's timer, and stop_reclaimer's signal
+                self.reclaim_expired()
+        except Exception as exc:  # a reclaim that raised (a dead-letter's scrub): kept, never lost
+            stopped_by.append(exc)
 
     def stop_reclaimer(self) -> None:
+        """Stop the reclaimer and wait for it; an error that stopped it early
+        is raised here, as ``RuntimeError`` (docs/API.md)."""
         with self._lock:
             reclaimer, self._reclaimer = self._reclaimer, None
         if reclaimer is not None:
-            thread, stop = reclaimer
+            thread, stop, stopped_by = reclaimer
             stop.set()
             thread.join()
+            if stopped_by:
+                raise RuntimeError(f"the reclaimer stopped early: {stopped_by[0]!r}") from stopped_by[0]
 
     # -- observers ---------------------------------------------------------------------------
 

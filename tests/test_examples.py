@@ -55,3 +55,11 @@ def test_the_sqlite_example_refuses_a_reason_sqlite_cannot_store_before_it_chang
 
     report = check_calls(TARGET, checks=("dead-letter-reason", "dead-letter-reasons-kept"))
     assert report.ok, report.failure
+
+
+def test_the_sqlite_example_keeps_the_error_that_stopped_its_reclaimer():
+    # its reclaimer thread died with the error and stop_reclaimer() returned as if all were well (the kit found it)
+    from refqueue.conformance.calls import check_calls
+
+    report = check_calls(TARGET, checks=("reclaimer-error-kept",))
+    assert report.ok, report.failure

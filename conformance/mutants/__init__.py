@@ -23,6 +23,7 @@ MUTANTS = tuple(sorted(p.stem for p in Path(__file__).parent.glob("*.py") if not
 
 # The first phase of a whole ci certification (seed 0) that rejects each mutant.
 CAUGHT_BY = {
+    'abort_raise_stays_parked': 'blocking',
     'ack_before_scrub': 'calls',
     'ack_keeps_data': 'calls',
     'acquire_clock_loses': 'calls',
@@ -72,6 +73,7 @@ CAUGHT_BY = {
     'epoch_empty_accepted': 'calls',
     'extend_from_deadline': 'calls',
     'extend_stale': 'walks',
+    'extend_unlocked': 'calls',
     'extend_unbounded': 'calls',
     'fail_no_wake': 'blocking',
     'fail_to_head': 'calls',
@@ -82,6 +84,7 @@ CAUGHT_BY = {
     'lease_default_timeout': 'calls',
     'lease_id_bool': 'calls',
     'lease_id_negative_stale': 'calls',
+    'lease_ids_16bit': 'calls',
     'lease_ids_from_0': 'calls',
     'lease_json_bytes_latin1': 'calls',
     'lease_json_ms_deadline': 'calls',
@@ -93,20 +96,25 @@ CAUGHT_BY = {
     'parked_bytes_count': 'blocking',
     'pause_every_step': 'blocking',
     'pause_flag_race': 'threads',
+    'pending_capped': 'calls',
     'pending_lifo': 'calls',
     'put_duplicate_race': 'calls',
     'put_lost_wakeup': 'blocking',
     'put_no_wake': 'blocking',
     'put_poll_zero': 'calls',
     'put_wakes_if_empty': 'blocking',
+    'reclaim_batch_1000': 'calls',
     'reclaim_by_id': 'walks',
     'reclaim_early': 'lockstep',
+    'reclaim_ms_rounded': 'calls',
+    'reclaim_nan_takes_all': 'calls',
     'reclaim_no_wake': 'blocking',
     'reclaim_scrub_swallowed': 'calls',
     'reclaim_snapshot': 'threads',
     'reclaim_strict': 'calls',
     'reclaim_wakes_one': 'blocking',
     'reclaimer_default_interval': 'blocking',
+    'reclaimer_error_lost': 'calls',
     'reclaimer_idle': 'blocking',
     'reclaimer_interval_zero': 'calls',
     'reclaimer_missing': 'calls',
@@ -147,6 +155,7 @@ NAMED_CHECK = {
     "blocking_put_no_wake": ("acquire-woken-by-blocking-put", "was still blocked 1.0 s after put_blocks_until_below('w0', poll_interval=30.0) (nothing paused: admitted at once) returned"),
     "requeue_wakes_if_empty": ("acquire-each-woken-by-fails", "was still blocked 1.0 s after fail(lease of 'w0') then fail(lease of 'w1') returned"),
     "reclaim_wakes_one": ("acquire-each-woken-by-reclaim", "was still blocked 1.0 s after reclaim_expired() of two leases returned"),
+    "abort_raise_stays_parked": ("put-abort-when", "the blocked producers raised (one PutAborted, one the exception its abort_when raised), but parked_bytes is 18, not 0"),
     "cap_dead_letter_no_wake": ("acquire-woken-at-the-cap", "was still blocked 1.0 s after fail(lease of 'w0') at max_deliveries=1, which dead-letters the sample and drains the closed queue returned"),
     "close_stops_reclaimer": ("reclaimer-after-close", "after close() of a queue with a lease outstanding, the reclaimer started before it had not reclaimed that lease"),
     "reclaim_no_wake": ("acquire-woken-by-reclaim", "was still blocked 1.0 s after reclaim_expired() returned"),
@@ -207,6 +216,13 @@ NAMED_CHECK = {
     "lease_json_ms_deadline": ("json-round-trip", "differs field by field: deadline is 107.312, not 107.3126234"),
     "dead_letters_cap_100": ("dead-letters-kept", "after 300 dead letters on a queue made with the default dead_letter_limit (docs/API.md: 10,000), dead_letters() lists 100 (200 missing"),
     "put_duplicate_race": ("put-duplicate-concurrent", "4 threads put("),
+    "reclaimer_error_lost": ("reclaimer-error-kept", "stop_reclaimer() returned normally after the background reclaimer's reclaim raised"),
+    "extend_unlocked": ("extend-while-clock-read", "extend returned True, and reclaim_expired() at the new lease's deadline returned 0, not 1"),
+    "reclaim_ms_rounded": ("reclaim-sub-ms", "reclaim_expired() at 130.0001, 0.3 ms before the deadline 130.0004 of the only lease, returned 1"),
+    "reclaim_nan_takes_all": ("reclaim-nan-clock", "reclaim_expired() with the clock reading nan returned 1"),
+    "pending_capped": ("pending-many", "after 5000 puts (each ref pending): pending_count() is 4096, expected 5000"),
+    "reclaim_batch_1000": ("pending-many", "reclaim_expired() with all 5000 leases past their deadline returned 1000"),
+    "lease_ids_16bit": ("lease-ids-many", "lease number 65536 of the queue has lease_id 1, after 65535"),
     "orphan_limit": ("orphans-collected", "store.scrub of the orphan 'o3' (the 4th collected, 18 bytes) returned True, but health() went from 360 bytes in 11 samples to 360 in 11"),
 }
 
@@ -226,6 +242,7 @@ REPEATS = {
     "extend_from_deadline": "fail_to_head",  # calls: deadline-soak
     "deadline_heap_1000": "fail_to_head",  # calls: deadline-soak
     "lease_recycled": "lease_ids_from_0",  # calls: lease-ids-from-1
+    "reclaim_batch_1000": "pending_capped",  # calls: pending-many
     "redis_loss_undetected": "redis_unfenced_after_restart",  # faults: restart-lossy
     "duplicate_put": "put_duplicate_race",  # calls: put-duplicate-concurrent (before the threads phase's histories)
     "health_torn": "reclaim_snapshot",  # threads: a history that is not linearizable

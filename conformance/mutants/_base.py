@@ -567,30 +567,36 @@ class BaseQueue:
     # -- the background reclaimer --------------------------------------------------
 
     # (thread, its stop event) while one runs; guarded by self._lock.
-    _reclaimer: tuple[threading.Thread, threading.Event] | None = None
+    _reclaimer: tuple[threading.Thread, threading.Event, list[BaseException]] | None = None
 
     def start_reclaimer(self, interval: float | None = None) -> None:
         interval = self._vt.seconds / 4 if interval is None else _check_seconds("start_reclaimer(interval)", interval)
         stop = threading.Event()  # set by stop_reclaimer
-        thread = threading.Thread(target=self._reclaim_every, args=(interval, stop), daemon=True)
+        stopped_by: list[BaseException] = []  # the error that ended the thread early, if any
+        thread = threading.Thread(target=self._reclaim_every, args=(interval, stop, stopped_by), daemon=True)
         with self._lock:
             if self._reclaimer is not None:
                 raise RuntimeError("start_reclaimer: a reclaimer is already running; call stop_reclaimer() first")
-            self._reclaimer = (thread, stop)
+            self._reclaimer = (thread, stop, stopped_by)
         thread.start()
 
-    def _reclaim_every(self, interval: float, stop: threading.Event) -> None:
+    def _reclaim_every(self, interval: float, stop: threading.Event, stopped_by: list[BaseException]) -> None:
         # Event.wait is the period's timer here, and stop_reclaimer's signal.
-        while not stop.wait(interval):
-            self.reclaim_expired()
+        try:
+            while not stop.wait(interval):
+                self.reclaim_expired()
+        except Exception as exc:  # kept for stop_reclaimer, which raises it
+            stopped_by.append(exc)
 
     def stop_reclaimer(self) -> None:
         with self._lock:
             reclaimer, self._reclaimer = self._reclaimer, None
         if reclaimer is not None:
-            thread, stop = reclaimer
+            thread, stop, stopped_by = reclaimer
             stop.set()
             thread.join()
+            if stopped_by:
+                raise RuntimeError(f"the reclaimer stopped early: {stopped_by[0]!r}") from stopped_by[0]
 
 
 def factory(cls: type[BaseQueue], *, make_store: Callable[[], Any] | None = None) -> Callable[..., BaseQueue]:

@@ -9,7 +9,7 @@ from conformance.mutants._base import BaseQueue, factory
 
 
 class ReclaimerIdle(BaseQueue):
-    def _reclaim_every(self, interval, stop):
+    def _reclaim_every(self, interval, stop, stopped_by):
         stop.wait()  # ... and never a reclaim_expired()
 
 

@@ -14,12 +14,12 @@ class ReclaimerIntervalZero(BaseQueue):
             interval = 0.0  # the bug: "0 means as often as possible"
         else:
             interval = _check_seconds("start_reclaimer(interval)", interval)
-        stop = threading.Event()
-        thread = threading.Thread(target=self._reclaim_every, args=(interval, stop), daemon=True)
+        stop, stopped_by = threading.Event(), []
+        thread = threading.Thread(target=self._reclaim_every, args=(interval, stop, stopped_by), daemon=True)
         with self._lock:
             if self._reclaimer is not None:
                 raise RuntimeError("start_reclaimer: a reclaimer is already running")
-            self._reclaimer = (thread, stop)
+            self._reclaimer = (thread, stop, stopped_by)
         thread.start()
 
 

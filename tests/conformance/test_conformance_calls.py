@@ -65,6 +65,8 @@ def test_a_check_the_capabilities_rule_out_is_listed_as_not_run():
         "dedup-ids-exact": "dedup_window=False declared",
         "dedup-across-clients": "dedup_window=False declared",
         "reclaim-scrub-fails": "max_deliveries=False declared",
+        "extend-while-clock-read": "extend=False declared",
+        "reclaimer-error-kept": "max_deliveries=False declared",
         "leases-across-clients": "one client: the factory has no open_client (or the run passed clients=1)",
     }
 
@@ -74,10 +76,26 @@ def test_the_soak_is_not_run_on_a_backend_whose_own_store_is_too_small():
     from refqueue.conformance.contract import backend_of
 
     make = factory(BaseQueue, make_store=lambda: default_store(capacity=100))
-    report = check_calls(backend_of(make, "small_store:make"), checks=("deadline-soak", "scrub-fails"))
+    report = check_calls(backend_of(make, "small_store:make"), checks=("deadline-soak", "scrub-fails", "pending-many"))
     assert report.ok, report.failure
     assert list(report.checks) == ["scrub-fails"]
-    assert report.not_run == {"deadline-soak": "the backend's own store holds 100 samples of one unit (capacity); the soak needs 1200"}
+    assert report.not_run["deadline-soak"] == (
+        "the backend's own store holds 100 samples of one unit (capacity); the soak needs 1200"
+    )
+    refused = report.not_run["pending-many"]
+    assert refused.startswith("the store refused sample 101 of 5000 (LocalFeatureStore.put('m00100') of 18 bytes would")
+    assert refused.endswith("pending-many needs a store that holds 5000 samples of one unit")
+
+
+def test_lease_ids_many_is_not_run_on_a_backend_too_slow_for_it(monkeypatch):
+    # (its 131,000 calls: a backend that would take longer than LEASES_BUDGET is listed, with its speed)
+    import refqueue.conformance.calls_scale as scale
+
+    monkeypatch.setattr(scale, "LEASES_BUDGET", 1e-6)
+    report = check_calls("conformance.mutants._base:make", checks=("lease-ids-many",))
+    assert report.ok and list(report.checks) == []
+    assert report.not_run["lease-ids-many"].startswith("2000 leases took ")
+    assert "more than the 0 s this check may take" in report.not_run["lease-ids-many"]
 
 
 def test_the_failing_store_refuses_scrub_only_on_demand():

@@ -37,9 +37,13 @@ The phases, in the order they run (each module ``refqueue.conformance.NAME``):
                   ``dead_letter_limit``; a dedup window of hundreds of ids;
                   concurrent puts of one id),
                   ``calls_state`` (state handed out or kept long: callbacks'
-                  health, returned lists, the deadline index, orphans) and
-                  ``calls_failures`` (a reclaim's dead-letter scrub, and the
-                  clock under acquire, extend and reclaim, raising) for
+                  health, returned lists, the deadline index, orphans),
+                  ``calls_failures`` (a reclaim's dead-letter scrub, the
+                  clock under acquire, extend and reclaim, and the
+                  background reclaimer's reclaim, raising),
+                  ``calls_clock`` (deadlines under a millisecond apart, a
+                  clock reading NaN) and ``calls_scale`` (5,000 refs
+                  pending and reclaimed at once; leases past 2**16) for
                   some of the checks, ``probe`` (one queue, its calls
                   judged), ``harness`` (the soak).
 ``faults``        for a backend that declares it (``Capabilities(faults=True)``

@@ -89,10 +89,12 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     the same producer, with ``abort_when`` and a poll interval of half the
     bound, keeps waiting while ``abort_when()`` is false and raises
     ``PutAborted`` within the bound once it turns true; the ref is not
-    enqueued.  A second producer blocks beside it the same way; once each has
-    consulted its ``abort_when`` twice (so each has parked: D8),
-    ``parked_bytes`` must be the sum of their refs' ``estimated_bytes``, and 0
-    after both raised (where the backend has ``parked_bytes``).
+    enqueued.  A second producer blocks beside it the same way, with an
+    ``abort_when`` that *raises* once the first's turns true: the exception
+    reaches its caller.  Once each has consulted its ``abort_when`` twice (so
+    each has parked: D8), ``parked_bytes`` must be the sum of their refs'
+    ``estimated_bytes``, and 0 after both raised (where the backend has
+    ``parked_bytes``): a ref stays parked until its call ends, however.
 ``put-inf-no-lost-wakeup``
     a producer in ``put_blocks_until_below(ref, poll_interval=math.inf,
     abort_when=...)`` takes a step that pauses (with work a consumer can

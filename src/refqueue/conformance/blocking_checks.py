@@ -142,7 +142,8 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Wakeup(
         "put-abort-when",
         "two blocked producers wait while abort_when() is false (parked_bytes: their refs' bytes) and raise PutAborted "
-        "within the bound once it is true; their refs are not enqueued",
+        "(the other: the exception its abort_when raised) within the bound once it is true; their refs are not "
+        "enqueued, nothing stays parked",
         producers.abort_when,
         ("abort_when",),
     ),

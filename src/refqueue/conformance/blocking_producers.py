@@ -143,10 +143,15 @@ def put_woken_by_close(attempt: Attempt) -> float:
     return latency
 
 
-def _consulted(abort: threading.Event) -> tuple[Callable[[], bool], threading.Event]:
-    """An ``abort_when`` that answers ``abort.is_set()``, and an ``Event`` set when it
-    is consulted the second time: its producer has parked by then (it parks when it
-    goes to wait after the first, and stays parked until its call ends: D8)."""
+class AbortWhenRaised(Exception):
+    """What the second producer's ``abort_when`` of ``put-abort-when`` raises once ``abort`` is set."""
+
+
+def _consulted(abort: threading.Event, *, raising: bool = False) -> tuple[Callable[[], bool], threading.Event]:
+    """An ``abort_when`` that answers ``abort.is_set()`` (``raising``: that raises
+    ``AbortWhenRaised`` once it is set), and an ``Event`` set when it is consulted
+    the second time: its producer has parked by then (it parks when it goes to
+    wait after the first, and stays parked until its call ends: D8)."""
     consults = [0]
     parked = threading.Event()
 
@@ -154,6 +159,8 @@ def _consulted(abort: threading.Event) -> tuple[Callable[[], bool], threading.Ev
         consults[0] += 1
         if consults[0] >= 2:
             parked.set()
+        if raising and abort.is_set():
+            raise AbortWhenRaised("the kit's abort_when raised on purpose (put-abort-when)")
         return abort.is_set()
 
     return abort_when, parked
@@ -167,7 +174,7 @@ def abort_when(attempt: Attempt) -> float:
     _, first, small = _paused_producer(qq, abort_when=first_when, poll=poll)
     # A second producer blocks beside it: 4b stored, 'small' (b) parked, its own b: 2b, still paused.
     other = qq.store_put("other", 1)
-    second_when, second_parked = _consulted(abort)
+    second_when, second_parked = _consulted(abort, raising=True)
     second = blocked_producer(
         qq, other, "a second producer at high (4b stored, 'small' parked, its own b: 2b) must wait too while "
         "abort_when() is false", abort_when=second_when, poll=poll,
@@ -195,16 +202,22 @@ def abort_when(attempt: Attempt) -> float:
     abort.set()
     at = time.monotonic()
     latency = max(qq.woken(producer, "abort_when() turning true", at) for producer in producers)
-    for producer in producers:
-        if producer.error is None or rejection_kind(producer.error) != "aborted":
-            raise Failed(f"{producer.what} {outcome(producer)} once abort_when() was true; it must raise PutAborted")
+    if first.error is None or rejection_kind(first.error) != "aborted":
+        raise Failed(f"{first.what} {outcome(first)} once abort_when() was true; it must raise PutAborted")
+    if not isinstance(second.error, AbortWhenRaised):
+        raise Failed(f"{second.what} {outcome(second)} once its abort_when() raised; the exception must reach the "
+                     f"caller (docs/API.md: the call raises)")
     pending = qq.ask("pending_count()", qq.q.pending_count)
     if pending != 0:
-        raise Failed(f"the blocked producers raised PutAborted, but pending_count() is {pending}: a ref was enqueued")
+        raise Failed(f"the blocked producers raised, but pending_count() is {pending}: a ref was enqueued")
     if hasattr(type(qq.q), "parked_bytes"):
         parked = qq.ask("parked_bytes", lambda: qq.q.parked_bytes)
         if parked != 0:
-            raise Failed(f"the blocked producers raised PutAborted, but parked_bytes is {parked!r}, not 0")
+            raise Failed(
+                f"the blocked producers raised (one PutAborted, one the exception its abort_when raised), but "
+                f"parked_bytes is {parked!r}, not 0; docs/API.md: a waiting producer's ref stays parked until its "
+                f"call returns or raises for any reason, an exception from abort_when included (D8)"
+            )
     return latency
 
 

@@ -93,9 +93,10 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     where declared) of a live lease raises and commits nothing (the lease
     is still outstanding, nothing pending, the data resident, no dead
     letter); once scrubbing works again the same lease acks.
-``reclaim-scrub-fails`` / ``clock-fails``
+``reclaim-scrub-fails`` / ``clock-fails`` / ``reclaimer-error-kept``
     ``refqueue.conformance.calls_failures`` (a reclaim's dead-letter scrub
-    that raises; a clock that raises under acquire, extend and reclaim),
+    that raises; a clock that raises under acquire, extend and reclaim; the
+    background reclaimer's reclaim that raises),
     which says what each checks.
 ``json-round-trip``
     ``SampleRef.from_json(ref.to_json())`` and (with ``lease_json``)
@@ -122,6 +123,13 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     ``refqueue.conformance.calls_many`` (hundreds of dead letters kept; a
     dedup window of hundreds of ids; four threads putting one id at once),
     which says what each checks.
+``reclaim-sub-ms``, ``reclaim-nan-clock``, ``extend-while-clock-read``
+    ``refqueue.conformance.calls_clock`` (deadlines less than a millisecond
+    apart; a clock that reads NaN; a lease re-leased while extend reads the
+    clock), which says what each checks.
+``pending-many``, ``lease-ids-many``
+    ``refqueue.conformance.calls_scale`` (5,000 refs pending and reclaimed by
+    one call; leases past 2**16 on one queue), which says what each checks.
 
 A check whose capability the backend declares absent is listed as not run,
 with the reason; it never passes.  An exception of the backend that escapes
@@ -129,8 +137,9 @@ a check (a call it lacks, a store that refused the check's data) fails that
 check, naming the call and the exception (``refqueue.conformance.crash``).  The checks are ``NAMED_CHECKS``, run in
 that order by ``check_calls``; a failure's replay runs the failing check again.
 
-Imports: ``calls_inputs``, ``calls_leases``, ``calls_many`` and ``calls_state`` (the checks kept there),
-``probe`` (the queue each check makes), ``harness`` (the soak), ``samples``,
+Imports: ``calls_inputs``, ``calls_leases``, ``calls_many``, ``calls_scale``,
+``calls_state``, ``calls_clock`` and ``calls_failures`` (the checks kept there), ``probe``
+(the queue each check makes), ``harness`` (the soak), ``samples``,
 ``render``.
 """
 
@@ -143,7 +152,8 @@ from typing import Any
 
 from refqueue.conformance.contract import Backend, load_backend
 from refqueue.conformance.crash import blame
-from refqueue.conformance.calls_failures import clock_fails, reclaim_scrub_fails
+from refqueue.conformance.calls_clock import extend_while_clock_read, reclaim_nan_clock, reclaim_sub_ms
+from refqueue.conformance.calls_failures import clock_fails, reclaim_scrub_fails, reclaimer_error_kept
 from refqueue.conformance.calls_inputs import (
     dead_letter_reason, dead_letter_reasons_kept, dedup_ids_exact, durations_above_max, durations_not_positive,
     foreign_uri_same_scheme, refs_delivered_intact, sample_ids_exact,
@@ -156,6 +166,7 @@ from refqueue.conformance.calls_many import (
     DEDUP_LARGE, KEPT, LIMIT, PUT_ROUNDS, PUTTERS, dead_letter_limit, dead_letters_kept, dedup_window_large,
     put_duplicate_concurrent,
 )  # fmt: skip
+from refqueue.conformance.calls_scale import LEASES_MANY, PENDING_MANY, lease_ids_many, pending_many
 from refqueue.conformance.calls_state import (
     callback_own_health, dead_letters_drained_copied, deadline_heap_interleaved, drain_concurrent, orphans_collected,
 )  # fmt: skip
@@ -501,6 +512,33 @@ NAMED_CHECKS: tuple[Check, ...] = (
         "clock-fails", "acquire, extend and reclaim_expired whose clock raises raise and change nothing (the ref "
         "pending, the old deadline, the lease out)", clock_fails, ("injected_clock",),
     ),
+    Check(
+        "reclaimer-error-kept", "a background reclaimer whose reclaim raised (a dead-letter's scrub) stops, and "
+        "stop_reclaimer() raises RuntimeError; nothing committed", reclaimer_error_kept,
+        ("max_deliveries", "injected_clock", "reclaimer"),
+    ),
+    # refqueue.conformance.calls_clock: clock readings no other phase makes
+    Check(
+        "reclaim-sub-ms", "reclaim_expired() 0.3 ms before a lease's deadline takes nothing back, at the deadline "
+        "it takes the lease back", reclaim_sub_ms, ("injected_clock",),
+    ),
+    Check(
+        "reclaim-nan-clock", "reclaim_expired() with the clock reading NaN takes nothing back (or raises and changes "
+        "nothing)", reclaim_nan_clock, ("injected_clock",),
+    ),
+    Check(
+        "extend-while-clock-read", "another thread failing and re-acquiring the lease while extend reads the clock "
+        "leaves the new lease its own deadline", extend_while_clock_read, ("injected_clock", "extend"),
+    ),
+    # refqueue.conformance.calls_scale: sizes no other phase reaches
+    Check(
+        "pending-many", f"{PENDING_MANY:,} refs pending at once are delivered in put order; one reclaim_expired() "
+        "takes back every one of their leases", pending_many, ("injected_clock",),
+    ),
+    Check(
+        "lease-ids-many", f"{LEASES_MANY:,} leases on one queue (past 2**16) have lease ids counting up; the first, "
+        "stale, acks nothing", lease_ids_many, ("injected_clock",),
+    ),
 )  # fmt: skip
 CHECKS = tuple(c.name for c in NAMED_CHECKS)
 _BY_NAME = {c.name: c for c in NAMED_CHECKS}
@@ -547,7 +585,7 @@ def check_calls(backend: Backend | str, *, checks: tuple[str, ...] | None = None
 
 # Checks of thousands of calls (minutes on a backend whose call costs a millisecond),
 # left out of the short pass of --fail-fast and made in the whole run.
-LONG_CHECKS = ("deadline-soak", "deadline-heap-interleaved")
+LONG_CHECKS = ("deadline-soak", "deadline-heap-interleaved", "pending-many", "lease-ids-many")
 
 
 class CallsPhase(PhaseBase):

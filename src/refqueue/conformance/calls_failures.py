@@ -16,19 +16,29 @@ last).  ``refqueue.conformance.calls`` lists them after its own:
     ``scrub`` raises: ``reclaim_expired`` raises and commits nothing (the
     lease still out, the data resident, no dead letter); once the store
     scrubs again, the next ``reclaim_expired`` dead-letters it.
+``reclaimer-error-kept``
+    the same reclaim made by the background reclaimer
+    (``start_reclaimer(RECLAIMER_INTERVAL)``): once it has tried the scrub
+    (bounded by ``WITHIN`` seconds), ``stop_reclaimer()`` raises
+    ``RuntimeError`` (docs/API.md: an error that stopped the reclaimer early
+    is kept and raised by the next ``stop_reclaimer()``, never lost), and
+    the lease is still out; the store scrubbing again, a reclaim by hand
+    dead-letters it.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from refqueue.clock import ManualClock
 from refqueue.conformance.contract import Backend
-from refqueue.conformance.probe import Failed, Probe, scrub_switch_probe
+from refqueue.conformance.probe import WITHIN, Failed, Probe, scrub_switch_probe
 
-__all__ = ["ClockSwitch", "clock_fails", "reclaim_scrub_fails"]
+__all__ = ["ClockSwitch", "RECLAIMER_INTERVAL", "clock_fails", "reclaim_scrub_fails", "reclaimer_error_kept"]
 
 VISIBILITY = 30.0
+RECLAIMER_INTERVAL = 0.01  # seconds between the background reclaimer's reclaims
 
 
 class ClockSwitch(ManualClock):
@@ -139,6 +149,49 @@ def reclaim_scrub_fails(backend: Backend) -> int:
             raise Failed(f"reclaim_expired() again, once the store scrubs, returned {got!r}; it should dead-letter "
                          f"'r0': 1")
         qq.expect_counts((0, 0, 0), "the reclaim that dead-lettered 'r0' at max_deliveries=1")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def reclaimer_error_kept(backend: Backend) -> int:
+    qq, store = scrub_switch_probe(backend, max_deliveries=1, visibility_timeout=VISIBILITY)
+    try:
+        qq.leased("e0")
+        qq.clock.advance(VISIBILITY + 1.0)
+        before = qq.counts()
+        store.failing = True
+        quiet = logging.NullHandler()  # the reclaimer logs the error that stopped it: not the kit's output
+        logging.getLogger("refqueue").addHandler(quiet)
+        try:
+            qq.call(f"start_reclaimer({RECLAIMER_INTERVAL})", lambda: qq.q.start_reclaimer(RECLAIMER_INTERVAL))
+            if not store.refused.wait(WITHIN):
+                raise Failed(
+                    f"start_reclaimer({RECLAIMER_INTERVAL}) with the only lease past its deadline at max_deliveries=1 "
+                    f"had not tried to scrub its sample within {WITHIN} s; its reclaim dead-letters it, scrubbing it (D2)"
+                )
+            qq.calls += 1
+            try:
+                qq.q.stop_reclaimer()
+            except RuntimeError:
+                pass  # the error that stopped it, kept and raised: as documented
+            except Exception as exc:  # noqa: BLE001 - judged below
+                raise Failed(f"stop_reclaimer() after the reclaimer's reclaim raised (its dead-letter's scrub failed) "
+                             f"raised {type(exc).__name__}: {exc}; docs/API.md: RuntimeError") from exc
+            else:
+                raise Failed(
+                    "stop_reclaimer() returned normally after the background reclaimer's reclaim raised (the scrub of "
+                    "its dead-letter failed); docs/API.md: an error that stopped the reclaimer early is kept and "
+                    "raised by the next stop_reclaimer() as RuntimeError, never lost"
+                )
+        finally:
+            store.failing = False
+            logging.getLogger("refqueue").removeHandler(quiet)
+        qq.expect_counts(before, "the background reclaimer's reclaim whose dead-letter scrub raised (nothing commits)")
+        got = qq.call("reclaim_expired() by hand, the store scrubbing", qq.q.reclaim_expired)
+        if got != 1:
+            raise Failed(f"reclaim_expired() by hand, once the store scrubs, returned {got!r}; it should dead-letter "
+                         f"'e0': 1")
         return qq.calls
     finally:
         qq.close()

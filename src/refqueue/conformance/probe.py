@@ -47,6 +47,7 @@ class ScrubSwitch(FeatureStore):
         self.inner = inner
         self.failing = False
         self.scrubs_refused = 0
+        self.refused = threading.Event()  # set at the first scrub refused
 
     @property
     def uri(self) -> str:
@@ -76,6 +77,7 @@ class ScrubSwitch(FeatureStore):
     def scrub(self, ref: SampleRef) -> bool:
         if self.failing:
             self.scrubs_refused += 1
+            self.refused.set()
             raise OSError(f"scrub({ref.sample_id!r}) failed on demand (the conformance kit's failing store)")
         return self.inner.scrub(ref)
 
