@@ -19,7 +19,7 @@ def test_inprocess_queue_conforms(phase):
     cert = certify(DEFAULT_BACKEND, profile="ci", phases=(phase,))
     assert cert.passed, cert.counterexample
     if phase == "construction":
-        assert cert.phases["construction"]["configurations"] == 19  # with dead_letter_limit declared
+        assert cert.phases["construction"]["configurations"] == 21  # with dead_letter_limit declared
     elif phase == "walks":
         assert cert.coverage["world_graph"]["actions_never_tried"] == []
         assert set(cert.coverage["world_graph"]["worlds"]) == set(KIT_WORLDS)

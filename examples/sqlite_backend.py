@@ -58,6 +58,9 @@ CREATE TABLE completed (n INTEGER PRIMARY KEY, sample_id TEXT NOT NULL);  -- ack
 def _seconds(what: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, got {value!r} ({type(value).__name__})")
+    if isinstance(value, int) and value > threading.TIMEOUT_MAX:  # (an int too large for a float: no OverflowError)
+        raise ValueError(f"{what} must be at most threading.TIMEOUT_MAX ({threading.TIMEOUT_MAX}), got an int of "
+                         f"{len(str(value))} digits")
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{what} must be finite and > 0, got {value!r}")
     if value > threading.TIMEOUT_MAX:

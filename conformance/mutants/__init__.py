@@ -27,6 +27,7 @@ CAUGHT_BY = {
     'ack_before_scrub': 'calls',
     'ack_keeps_data': 'calls',
     'acquire_clock_loses': 'calls',
+    'acquire_interrupt_loses': 'calls',
     'acquire_poll_rounded_up': 'blocking',
     'acquire_polls_100ms': 'blocking',
     'acquire_polls_200ms': 'blocking',
@@ -50,6 +51,7 @@ CAUGHT_BY = {
     'copy_not_acking': 'calls',
     'dead_letter_drain_no_wake': 'blocking',
     'dead_letter_late': 'calls',
+    'dead_letter_limit_int32': 'construction',
     'dead_letter_limit_drops_newest': 'calls',
     'dead_letter_limit_zero_keeps_all': 'calls',
     'dead_letter_no_room_wake': 'blocking',
@@ -71,15 +73,17 @@ CAUGHT_BY = {
     'duplicate_put': 'calls',
     'early_terminal_none': 'walks',
     'epoch_empty_accepted': 'calls',
+    'epoch_from_id': 'calls',
     'extend_from_deadline': 'calls',
     'extend_stale': 'walks',
-    'extend_unlocked': 'calls',
     'extend_unbounded': 'calls',
+    'extend_unlocked': 'calls',
     'fail_no_wake': 'blocking',
     'fail_to_head': 'calls',
     'fail_uncounted': 'calls',
     'foreign_accepted': 'calls',
     'health_torn': 'threads',
+    'interrupt_stays_parked': 'blocking',
     'json_drops_redelivery': 'calls',
     'lease_default_timeout': 'calls',
     'lease_id_bool': 'calls',
@@ -97,6 +101,7 @@ CAUGHT_BY = {
     'pause_every_step': 'blocking',
     'pause_flag_race': 'threads',
     'pending_capped': 'calls',
+    'pending_counts_parked': 'blocking',
     'pending_lifo': 'calls',
     'put_duplicate_race': 'calls',
     'put_lost_wakeup': 'blocking',
@@ -115,9 +120,11 @@ CAUGHT_BY = {
     'reclaim_wakes_one': 'blocking',
     'reclaimer_default_interval': 'blocking',
     'reclaimer_error_lost': 'calls',
+    'reclaimer_error_sticky': 'calls',
     'reclaimer_idle': 'blocking',
     'reclaimer_interval_zero': 'calls',
     'reclaimer_missing': 'calls',
+    'reclaimer_start_race': 'calls',
     'reclaimer_unstoppable': 'blocking',
     'redis_client_clock': 'calls',
     'redis_close_per_client': 'faults',
@@ -141,8 +148,10 @@ CAUGHT_BY = {
     'ring_wrap': 'calls',
     'same_epoch': 'calls',
     'sample_ids_casefold': 'calls',
+    'seconds_overflow': 'calls',
     'stale_ack': 'walks',
     'uri_scheme_only': 'calls',
+    'with_error_keeps_open': 'calls',
 }
 
 # The check of its phase (CAUGHT_BY: blocking or calls) that rejects each of these
@@ -155,7 +164,9 @@ NAMED_CHECK = {
     "blocking_put_no_wake": ("acquire-woken-by-blocking-put", "was still blocked 1.0 s after put_blocks_until_below('w0', poll_interval=30.0) (nothing paused: admitted at once) returned"),
     "requeue_wakes_if_empty": ("acquire-each-woken-by-fails", "was still blocked 1.0 s after fail(lease of 'w0') then fail(lease of 'w1') returned"),
     "reclaim_wakes_one": ("acquire-each-woken-by-reclaim", "was still blocked 1.0 s after reclaim_expired() of two leases returned"),
-    "abort_raise_stays_parked": ("put-abort-when", "the blocked producers raised (one PutAborted, one the exception its abort_when raised), but parked_bytes is 18, not 0"),
+    "abort_raise_stays_parked": ("put-abort-when", "the blocked producers raised (one PutAborted, one the KeyboardInterrupt its abort_when raised), but parked_bytes is 18, not 0"),
+    "interrupt_stays_parked": ("put-abort-when", "the blocked producers raised (one PutAborted, one the KeyboardInterrupt its abort_when raised), but parked_bytes is 18, not 0"),
+    "pending_counts_parked": ("put-abort-when", "two producers are blocked in put_blocks_until_below, their refs parked, and pending_count() is 2, not 0"),
     "cap_dead_letter_no_wake": ("acquire-woken-at-the-cap", "was still blocked 1.0 s after fail(lease of 'w0') at max_deliveries=1, which dead-letters the sample and drains the closed queue returned"),
     "close_stops_reclaimer": ("reclaimer-after-close", "after close() of a queue with a lease outstanding, the reclaimer started before it had not reclaimed that lease"),
     "reclaim_no_wake": ("acquire-woken-by-reclaim", "was still blocked 1.0 s after reclaim_expired() returned"),
@@ -204,6 +215,7 @@ NAMED_CHECK = {
     "dedup_casefold": ("dedup-ids-exact", "put('sample-a') raised ReplayedSample: put('sample-a'): completed within the dedup window, on a queue made with dedup_window=50 after 'Sample-A' completed"),
     "dedup_joined": ("dedup-ids-exact", "put('s') raised ReplayedSample"),
     "dead_letter_late": ("reclaim-scrub-fails", "reclaim_expired() of a lease at max_deliveries=1 never called store.scrub"),
+    "acquire_interrupt_loses": ("clock-fails", "acquire() with refs pending, whose clock read raised KeyboardInterrupt: pending_count() + outstanding_count() went from 2 + 0 to 1 + 0"),
     "acquire_clock_loses": ("clock-fails", "after acquire() whose clock raised (the ref stays pending): pending_count() is 0, expected 1"),
     "reclaim_scrub_swallowed": ("reclaim-scrub-fails", "reclaim_expired() that dead-letters 'r0' at max_deliveries=1 returned 1 although the store's scrub raised"),
     "dead_letter_limit_zero_keeps_all": ("dead-letter-limit", "on a queue made with dead_letter_limit=0 (docs/API.md: 0 keeps none), dead_letters() lists ['Z0', 'Z1']"),
@@ -223,6 +235,11 @@ NAMED_CHECK = {
     "pending_capped": ("pending-many", "after 5000 puts (each ref pending): pending_count() is 4096, expected 5000"),
     "reclaim_batch_1000": ("pending-many", "reclaim_expired() with all 5000 leases past their deadline returned 1000"),
     "lease_ids_16bit": ("lease-ids-many", "lease number 65536 of the queue has lease_id 1, after 65535"),
+    "with_error_keeps_open": ("with-queue", "after `with queue:` whose block raised, is_closed is False"),
+    "reclaimer_error_sticky": ("reclaimer-error-kept", "stop_reclaimer() of the new reclaimer, which met no error (the old error was raised once) raised RuntimeError"),
+    "epoch_from_id": ("two-queues-one-store", "queues made one after another, each dropped before the next, have"),
+    "seconds_overflow": ("durations-above-max", "extend(lease, 10**400) raised OverflowError"),
+    "reclaimer_start_race": ("reclaimers-started-at-once", "4 threads called start_reclaimer(60.0) at once on a queue with no reclaimer (round 1 of 40): "),
     "orphan_limit": ("orphans-collected", "store.scrub of the orphan 'o3' (the 4th collected, 18 bytes) returned True, but health() went from 360 bytes in 11 samples to 360 in 11"),
 }
 
@@ -243,6 +260,7 @@ REPEATS = {
     "deadline_heap_1000": "fail_to_head",  # calls: deadline-soak
     "lease_recycled": "lease_ids_from_0",  # calls: lease-ids-from-1
     "reclaim_batch_1000": "pending_capped",  # calls: pending-many
+    "abort_raise_stays_parked": "interrupt_stays_parked",  # blocking: put-abort-when
     "redis_loss_undetected": "redis_unfenced_after_restart",  # faults: restart-lossy
     "duplicate_put": "put_duplicate_race",  # calls: put-duplicate-concurrent (before the threads phase's histories)
     "health_torn": "reclaim_snapshot",  # threads: a history that is not linearizable

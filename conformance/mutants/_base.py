@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import sys
 import threading
 import time
 import uuid
@@ -56,6 +57,9 @@ __all__ = ["BaseQueue", "DeadLetter", "Lease", "Timeout", "factory"]
 def _check_seconds(what: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, got {value!r} ({type(value).__name__})")
+    if isinstance(value, int) and value > threading.TIMEOUT_MAX:  # (before a float of it overflows)
+        raise ValueError(f"{what} must be at most threading.TIMEOUT_MAX ({threading.TIMEOUT_MAX}), got an int of "
+                         f"{len(str(value))} digits")
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{what} must be finite and > 0, got {value!r}; pass a positive number of seconds")
     if value > threading.TIMEOUT_MAX:
@@ -180,8 +184,11 @@ class BaseQueue:
             raise ValueError(f"max_deliveries must be None or an int >= 1, got {max_deliveries!r}")
         if isinstance(dedup_window, bool) or not isinstance(dedup_window, int) or dedup_window < 0:
             raise ValueError(f"dedup_window must be an int >= 0, got {dedup_window!r}")
-        if isinstance(dead_letter_limit, bool) or not isinstance(dead_letter_limit, int) or dead_letter_limit < 0:
-            raise ValueError(f"dead_letter_limit must be an int >= 0, got {dead_letter_limit!r}")
+        if (
+            isinstance(dead_letter_limit, bool) or not isinstance(dead_letter_limit, int)
+            or not 0 <= dead_letter_limit <= sys.maxsize
+        ):
+            raise ValueError(f"dead_letter_limit must be an int from 0 to sys.maxsize, got {dead_letter_limit!r}")
         self._store = store
         self._clock = clock
         self._high, self._low = high, low
@@ -511,8 +518,10 @@ class BaseQueue:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.stop_reclaimer()
-        self.close()
+        try:
+            self.stop_reclaimer()
+        finally:
+            self.close()  # (closed even when the reclaimer's error is raised)
 
     # -- observers -----------------------------------------------------------------
 

@@ -90,11 +90,12 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     bound, keeps waiting while ``abort_when()`` is false and raises
     ``PutAborted`` within the bound once it turns true; the ref is not
     enqueued.  A second producer blocks beside it the same way, with an
-    ``abort_when`` that *raises* once the first's turns true: the exception
-    reaches its caller.  Once each has consulted its ``abort_when`` twice (so
-    each has parked: D8), ``parked_bytes`` must be the sum of their refs'
-    ``estimated_bytes``, and 0 after both raised (where the backend has
-    ``parked_bytes``): a ref stays parked until its call ends, however.
+    ``abort_when`` that *raises* ``KeyboardInterrupt`` once the first's turns
+    true: it reaches its caller.  Once each has consulted its ``abort_when``
+    twice (so each has parked: D8), ``parked_bytes`` must be the sum of their
+    refs' ``estimated_bytes`` and ``pending_count()`` 0 (a parked ref is not
+    enqueued), and ``parked_bytes`` 0 after both raised (where the backend
+    has ``parked_bytes``): a ref stays parked until its call ends, however.
 ``put-inf-no-lost-wakeup``
     a producer in ``put_blocks_until_below(ref, poll_interval=math.inf,
     abort_when=...)`` takes a step that pauses (with work a consumer can

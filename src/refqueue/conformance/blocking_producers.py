@@ -143,8 +143,10 @@ def put_woken_by_close(attempt: Attempt) -> float:
     return latency
 
 
-class AbortWhenRaised(Exception):
-    """What the second producer's ``abort_when`` of ``put-abort-when`` raises once ``abort`` is set."""
+class AbortWhenRaised(KeyboardInterrupt):
+    """What the second producer's ``abort_when`` of ``put-abort-when`` raises once
+    ``abort`` is set: a ``KeyboardInterrupt`` (a ``BaseException``, as a Ctrl-C is),
+    which a backend that cleans up on ``except Exception`` only lets past."""
 
 
 def _consulted(abort: threading.Event, *, raising: bool = False) -> tuple[Callable[[], bool], threading.Event]:
@@ -198,6 +200,10 @@ def abort_when(attempt: Attempt) -> float:
                 f"docs/API.md: parked_bytes is the bytes of the refs whose producers are inside "
                 f"put_blocks_until_below now, the sum of their estimated_bytes (D8)"
             )
+    pending = qq.ask("pending_count()", qq.q.pending_count)
+    if pending != 0:
+        raise Failed(f"two producers are blocked in put_blocks_until_below, their refs parked, and pending_count() is "
+                     f"{pending}, not 0; a parked ref is not enqueued (D8): pending_count() counts enqueued refs only")
     qq.after_offset("abort_when")  # polled at poll_interval by design: no escape stated for it
     abort.set()
     at = time.monotonic()
@@ -214,9 +220,10 @@ def abort_when(attempt: Attempt) -> float:
         parked = qq.ask("parked_bytes", lambda: qq.q.parked_bytes)
         if parked != 0:
             raise Failed(
-                f"the blocked producers raised (one PutAborted, one the exception its abort_when raised), but "
+                f"the blocked producers raised (one PutAborted, one the KeyboardInterrupt its abort_when raised), but "
                 f"parked_bytes is {parked!r}, not 0; docs/API.md: a waiting producer's ref stays parked until its "
-                f"call returns or raises for any reason, an exception from abort_when included (D8)"
+                f"call returns or raises for any reason, an exception from abort_when and KeyboardInterrupt included "
+                f"(D8)"
             )
     return latency
 

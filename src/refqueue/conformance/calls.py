@@ -17,7 +17,8 @@ the backend, bounded in time, and compares what it sees with docs/API.md
 ``with-queue``
     ``with queue as q:`` gives the queue itself; on exit the queue is closed,
     its reclaimer stopped (``start_reclaimer()`` starts one again) and the
-    store still open (``store.health()`` answers).
+    store still open (``store.health()`` answers); a block that raises
+    closes the queue and stops its reclaimer too, its exception let through.
 ``lease-epoch-empty`` / ``lease-epoch-altered``
     a copy of a live lease whose ``epoch`` was set (``object.__setattr__``) to
     ``""`` or to another string is refused by ``ack``, ``fail`` and (where
@@ -119,9 +120,10 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     call returned, the deadline index under a long interleaving, dead
     letters drained while others are made, orphans collected through the
     store), which says what each checks.
-``dead-letters-kept``, ``dedup-window-large``, ``put-duplicate-concurrent``
+``dead-letters-kept``, ``dedup-window-large``, ``put-duplicate-concurrent``, ``reclaimers-started-at-once``
     ``refqueue.conformance.calls_many`` (hundreds of dead letters kept; a
-    dedup window of hundreds of ids; four threads putting one id at once),
+    dedup window of hundreds of ids; four threads putting one id, or
+    starting a reclaimer, at once),
     which says what each checks.
 ``reclaim-sub-ms``, ``reclaim-nan-clock``, ``extend-while-clock-read``
     ``refqueue.conformance.calls_clock`` (deadlines less than a millisecond
@@ -163,8 +165,8 @@ from refqueue.conformance.calls_leases import (
     lease_json_hostile, leases_across_clients, two_queues_one_store,
 )  # fmt: skip
 from refqueue.conformance.calls_many import (
-    DEDUP_LARGE, KEPT, LIMIT, PUT_ROUNDS, PUTTERS, dead_letter_limit, dead_letters_kept, dedup_window_large,
-    put_duplicate_concurrent,
+    DEDUP_LARGE, KEPT, LIMIT, PUT_ROUNDS, PUTTERS, START_ROUNDS, dead_letter_limit, dead_letters_kept,
+    dedup_window_large, put_duplicate_concurrent, reclaimers_started_at_once,
 )  # fmt: skip
 from refqueue.conformance.calls_scale import LEASES_MANY, PENDING_MANY, lease_ids_many, pending_many
 from refqueue.conformance.calls_state import (
@@ -248,6 +250,37 @@ def _with_queue(backend: Backend) -> int:
         if qq.q.pending_count() != 1:
             raise Failed(f"after `with queue:` exited, pending_count() is {qq.q.pending_count()}; close drops nothing")
         qq.call("start_reclaimer() after `with queue:` exited (the exit stopped the reclaimer)", qq.q.start_reclaimer)
+        qq.call("stop_reclaimer()", qq.q.stop_reclaimer)
+    finally:
+        qq.close()
+    return qq.calls + _with_queue_raising(backend)
+
+
+class _BlockRaised(Exception):
+    """What the block of ``with-queue``'s second ``with queue:`` raises."""
+
+
+def _with_queue_raising(backend: Backend) -> int:
+    """A ``with queue:`` block that raises: the exit closes the queue all the same."""
+    qq = Probe(backend)
+    try:
+        qq.call("start_reclaimer()", qq.q.start_reclaimer)
+        try:
+            with qq.q:
+                raise _BlockRaised("the kit's with block raised on purpose")
+        except _BlockRaised:
+            pass
+        except Exception as exc:  # noqa: BLE001 - the exit raised another exception: judged here
+            raise Failed(f"`with queue:` whose block raised: the exit raised {type(exc).__name__}: {exc} instead of "
+                         f"letting the block's exception through") from exc
+        else:
+            raise Failed("`with queue:` whose block raised swallowed the exception; its exit must let it through")
+        qq.calls += 1
+        if not qq.q.is_closed:
+            raise Failed("after `with queue:` whose block raised, is_closed is False; the exit closes the queue "
+                         "however the block ends (docs/API.md)")
+        qq.call("start_reclaimer() after `with queue:` whose block raised (the exit stopped the reclaimer)",
+                qq.q.start_reclaimer)
         qq.call("stop_reclaimer()", qq.q.stop_reclaimer)
         return qq.calls
     finally:
@@ -503,6 +536,10 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "put-duplicate-concurrent", f"{PUTTERS} threads put one new ref at once, {PUT_ROUNDS} rounds: exactly one is "
         "accepted, the others raise DuplicateSample", put_duplicate_concurrent,
+    ),
+    Check(
+        "reclaimers-started-at-once", f"{PUTTERS} threads call start_reclaimer() at once, {START_ROUNDS} rounds: "
+        "exactly one starts, the others raise RuntimeError", reclaimers_started_at_once, ("reclaimer",),
     ),
     Check(
         "reclaim-scrub-fails", "a reclaim that dead-letters at max_deliveries=1 whose scrub raises raises and commits "

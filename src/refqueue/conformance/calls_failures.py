@@ -10,7 +10,9 @@ last).  ``refqueue.conformance.calls`` lists them after its own:
     stays pending and is then delivered for the first time, the old deadline
     stands, the lease stays out); once the clock reads again each call does
     what it would have done.  A call that did not read the clock at all is
-    not judged (it had nothing to fail on).
+    not judged (it had nothing to fail on).  Then an ``acquire`` whose clock
+    raises ``KeyboardInterrupt`` (no ``Exception``) leaves its sample pending
+    or leased, never neither.
 ``reclaim-scrub-fails``
     a reclaim that dead-letters at ``max_deliveries=1`` on a store whose
     ``scrub`` raises: ``reclaim_expired`` raises and commits nothing (the
@@ -23,7 +25,8 @@ last).  ``refqueue.conformance.calls`` lists them after its own:
     ``RuntimeError`` (docs/API.md: an error that stopped the reclaimer early
     is kept and raised by the next ``stop_reclaimer()``, never lost), and
     the lease is still out; the store scrubbing again, a reclaim by hand
-    dead-letters it.
+    dead-letters it, and a new reclaimer, started and stopped, raises
+    nothing (the old error was raised by the *next* stop only).
 """
 
 from __future__ import annotations
@@ -41,20 +44,29 @@ VISIBILITY = 30.0
 RECLAIMER_INTERVAL = 0.01  # seconds between the background reclaimer's reclaims
 
 
-class ClockSwitch(ManualClock):
-    """The kit's manual clock, whose ``now()`` raises ``OSError`` while ``failing`` is set."""
+class ClockInterrupt(KeyboardInterrupt):
+    """What ``ClockSwitch`` raises while ``interrupting``: a Ctrl-C's exception, no ``Exception``."""
 
-    __slots__ = ("failing", "reads_refused")
+
+class ClockSwitch(ManualClock):
+    """The kit's manual clock, whose ``now()`` raises ``OSError`` while ``failing``
+    is set, and ``ClockInterrupt`` while ``interrupting`` is."""
+
+    __slots__ = ("failing", "interrupting", "reads_refused")
 
     def __init__(self, start: float) -> None:
         super().__init__(start)
         self.failing = False
+        self.interrupting = False
         self.reads_refused = 0
 
     def now(self) -> float:
         if self.failing:
             self.reads_refused += 1
             raise OSError("the kit's clock failed on purpose (clock-fails)")
+        if self.interrupting:
+            self.reads_refused += 1
+            raise ClockInterrupt("the kit's clock raised KeyboardInterrupt on purpose (clock-fails)")
         return super().now()
 
 
@@ -113,9 +125,35 @@ def clock_fails(backend: Backend) -> int:
             if got != 1:
                 raise Failed(f"reclaim_expired() with the lease past its deadline, after one whose clock raised, "
                              f"returned {got!r}; it should take the lease back: 1")
+        _acquire_interrupted(qq, clock, acquire)
         return qq.calls
     finally:
         qq.close()
+
+
+def _acquire_interrupted(qq: Probe, clock: ClockSwitch, acquire: Any) -> None:
+    """An ``acquire`` whose clock read raises ``KeyboardInterrupt`` leaves its
+    sample pending or leased, never neither (docs/API.md: an asynchronous
+    exception loses no sample)."""
+    ref = qq.ref("c1")
+    qq.call("put('c1')", lambda: qq.q.put(ref))
+    pending, outstanding, _ = qq.counts()
+    clock.interrupting = True
+    qq.calls += 1
+    try:
+        acquire()
+    except ClockInterrupt:
+        pass  # the interrupt reached the caller: the sample must still be somewhere
+    finally:
+        clock.interrupting = False
+    after, out_after, _ = qq.counts()
+    if after + out_after != pending + outstanding:
+        raise Failed(
+            f"acquire() with refs pending, whose clock read raised KeyboardInterrupt: pending_count() + "
+            f"outstanding_count() went from {pending} + {outstanding} to {after} + {out_after}; docs/API.md: an "
+            f"asynchronous exception leaves the sample pending, or leased, never neither (a queue that takes the ref "
+            f"off pending first and puts it back on `except Exception` only loses it)"
+        )
 
 
 def reclaim_scrub_fails(backend: Backend) -> int:
@@ -192,6 +230,10 @@ def reclaimer_error_kept(backend: Backend) -> int:
         if got != 1:
             raise Failed(f"reclaim_expired() by hand, once the store scrubs, returned {got!r}; it should dead-letter "
                          f"'e0': 1")
+        qq.call(f"start_reclaimer({RECLAIMER_INTERVAL}) again, the store scrubbing",
+                lambda: qq.q.start_reclaimer(RECLAIMER_INTERVAL))
+        qq.call("stop_reclaimer() of the new reclaimer, which met no error (the old error was raised once)",
+                qq.q.stop_reclaimer)
         return qq.calls
     finally:
         qq.close()

@@ -58,15 +58,16 @@ def _refused_in_time(qq: Probe, what: str, call: Callable[[], Any], rule: str) -
 def _duration_calls(qq: Probe, lease: Any, ref: Any, seconds: float) -> list[tuple[str, Callable[[], Any]]]:
     """Every call of the queue that takes a number of seconds, given ``seconds``."""
     calls: list[tuple[str, Callable[[], Any]]] = []
+    shown = "10**400" if seconds == 10**400 else repr(seconds)
     if qq.caps.extend:
-        calls.append((f"extend(lease, {seconds!r})", lambda: qq.q.extend(lease, seconds)))
-    calls.append((f"acquire(poll_interval={seconds!r})", lambda: qq.q.acquire(poll_interval=seconds)))
+        calls.append((f"extend(lease, {shown})", lambda: qq.q.extend(lease, seconds)))
+    calls.append((f"acquire(poll_interval={shown})", lambda: qq.q.acquire(poll_interval=seconds)))
     calls.append((
-        f"put_blocks_until_below(ref, poll_interval={seconds!r})",
+        f"put_blocks_until_below(ref, poll_interval={shown})",
         lambda: qq.q.put_blocks_until_below(ref, poll_interval=seconds),
     ))  # fmt: skip
     if qq.caps.reclaimer:
-        calls.append((f"start_reclaimer({seconds!r})", lambda: qq.q.start_reclaimer(seconds)))
+        calls.append((f"start_reclaimer({shown})", lambda: qq.q.start_reclaimer(seconds)))
     return calls
 
 
@@ -95,7 +96,7 @@ def _durations_refused(backend: Backend, values: tuple[float, ...], rule: str) -
 def durations_above_max(backend: Backend) -> int:
     """Every duration a queue takes is at most ``threading.TIMEOUT_MAX`` (docs/API.md, Durations)."""
     return _durations_refused(
-        backend, (1e300, threading.TIMEOUT_MAX * 2),
+        backend, (1e300, threading.TIMEOUT_MAX * 2, 10**400),  # (an int too large for a float: never OverflowError)
         f"every duration is at most threading.TIMEOUT_MAX ({threading.TIMEOUT_MAX}), above it a ValueError that "
         f"names the value and the maximum",
     )  # fmt: skip

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -105,9 +106,42 @@ def two_queues_one_store(backend: Backend) -> int:
             raise Failed("the first queue's ack of its own lease did not return True")
         if second.call("second.ack(its own lease)", lambda: second.q.ack(theirs)) is not True:
             raise Failed("the second queue's ack of its own lease did not return True")
-        return first.calls + second.calls
+        return first.calls + second.calls + _successive_queues(backend)
     finally:
         first.close()
+
+
+SUCCESSIVE = 40  # queues made one after another, each dropped before the next is made
+
+
+def _successive_queues(backend: Backend) -> int:
+    """Queues made one after another, each on its own store and dropped (and
+    collected) before the next: each has its own epoch, and each refuses the
+    first one's lease as foreign.  An epoch made from the process id and
+    ``id(self)`` comes back once a dropped queue's memory is reused (within
+    a few queues, in CPython)."""
+    epochs: list[str] = []
+    calls, old = 0, None
+    for n in range(SUCCESSIVE):
+        qq = Probe(backend)
+        try:
+            epochs.append(qq.q.epoch)
+            lease = qq.leased("a")
+            if old is None:
+                old = lease  # a lease of a queue about to be dropped, never acked
+            else:
+                qq.refuses(f"ack(a lease on 'a' of the first of {n + 1} queues made one after another, dropped) on "
+                           f"the last, which holds its own lease on 'a'", lambda: qq.q.ack(old), "foreign")
+            calls += qq.calls
+        finally:
+            qq.close()
+            del qq
+            gc.collect(0)  # (the dropped queue's memory may now hold the next one; the youngest objects only: cheap)
+    if len(set(epochs)) != len(epochs):
+        raise Failed(f"{SUCCESSIVE} queues made one after another, each dropped before the next, have "
+                     f"{len(set(epochs))} distinct epochs; each queue needs its own (docs/API.md: the epoch identifies "
+                     f"the issuing queue, e.g. uuid4().hex), or a lease of a dropped queue passes for a new queue's")
+    return calls
 
 
 def _field(obj: Any, name: str) -> Any:

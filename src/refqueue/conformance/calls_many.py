@@ -1,8 +1,9 @@
 """The ``calls`` phase's checks that take many calls to show: many dead
 letters kept, and the oldest dropped past ``dead_letter_limit``, a large dedup
-window, many threads putting one id at once.  ``refqueue.conformance.calls``
-lists them (``NAMED_CHECKS``) and says what each checks (``dead-letters-kept``,
-``dead-letter-limit``, ``dedup-window-large``, ``put-duplicate-concurrent``);
+window, many threads putting one id (or starting a reclaimer) at once.
+``refqueue.conformance.calls`` lists them (``NAMED_CHECKS``) and says what each
+checks (``dead-letters-kept``, ``dead-letter-limit``, ``dedup-window-large``,
+``put-duplicate-concurrent``, ``reclaimers-started-at-once``);
 each runs on a fresh queue (``probe.Probe``).
 
 The walks keep a handful of samples, their dedup windows hold a few ids, and
@@ -22,7 +23,7 @@ from refqueue.conformance.probe import WITHIN, Failed, Probe
 
 __all__ = [
     "DEDUP_LARGE", "KEPT", "LIMIT", "PUTTERS", "PUT_ROUNDS", "dead_letter_limit", "dead_letters_kept", "dedup_window_large",
-    "put_duplicate_concurrent",
+    "put_duplicate_concurrent", "reclaimers_started_at_once", "START_ROUNDS",
 ]
 
 KEPT = 300  # dead letters on one queue: far below docs/API.md's default dead_letter_limit (10,000)
@@ -30,6 +31,7 @@ LIMIT = 4  # the dead_letter_limit of dead-letter-limit, which makes LIMIT + 3 d
 DEDUP_LARGE = 600  # the dedup window of dedup-window-large: past the round caps a backend may pick (256, 512)
 PUTTERS = 4  # threads putting the same ref at once
 PUT_ROUNDS = 150  # rounds of them, each on a fresh id
+START_ROUNDS = 40  # rounds of PUTTERS threads starting a reclaimer at once
 _SWITCH_S = 1e-5  # the interpreter's thread switch interval during the rounds (default 5 ms): races show
 
 
@@ -190,24 +192,55 @@ def put_duplicate_concurrent(backend: Backend) -> int:
 
 def _put_at_once(qq: Probe, ref: Any) -> list[BaseException | None]:
     """``PUTTERS`` threads call ``put(ref)`` on one barrier: what each got (None: returned)."""
+    return _at_once(qq, f"put({ref.sample_id!r})", lambda: qq.q.put(ref))
+
+
+def _at_once(qq: Probe, what: str, call: Any) -> list[BaseException | None]:
+    """``PUTTERS`` threads make ``call`` on one barrier: what each got (None: returned)."""
     outcomes: list[BaseException | None] = []
     start = threading.Barrier(PUTTERS, timeout=WITHIN)
 
-    def putter() -> None:
+    def caller() -> None:
         try:
             start.wait()
-            qq.q.put(ref)
+            call()
         except BaseException as exc:  # noqa: BLE001 - judged by the caller
             outcomes.append(exc)
         else:
             outcomes.append(None)
 
-    threads = [threading.Thread(target=putter, daemon=True) for _ in range(PUTTERS)]
+    threads = [threading.Thread(target=caller, daemon=True) for _ in range(PUTTERS)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(WITHIN)
         if thread.is_alive():
-            raise Failed(f"{PUTTERS} threads calling put({ref.sample_id!r}) at once had not all returned after {WITHIN} s")
+            raise Failed(f"{PUTTERS} threads calling {what} at once had not all returned after {WITHIN} s")
     qq.calls += PUTTERS
     return outcomes
+
+
+def reclaimers_started_at_once(backend: Backend) -> int:
+    qq = Probe(backend)
+    switch = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(_SWITCH_S)
+        for round_ in range(START_ROUNDS):
+            outcomes = _at_once(qq, "start_reclaimer(60.0)", lambda: qq.q.start_reclaimer(60.0))
+            started = [o for o in outcomes if o is None]
+            wrong = [o for o in outcomes if o is not None and not isinstance(o, RuntimeError)]
+            if wrong:
+                raise Failed(f"{PUTTERS} threads called start_reclaimer(60.0) at once: one raised "
+                             f"{type(wrong[0]).__name__}: {wrong[0]}; all but one must raise RuntimeError")
+            if len(started) != 1:
+                raise Failed(
+                    f"{PUTTERS} threads called start_reclaimer(60.0) at once on a queue with no reclaimer (round "
+                    f"{round_ + 1} of {START_ROUNDS}): {len(started)} returned; docs/API.md: start_reclaimer is atomic, "
+                    f"one reclaimer runs and a second start raises RuntimeError (one that checks and records in two "
+                    f"steps starts two, and stop_reclaimer stops one of them)"
+                )
+            qq.call("stop_reclaimer()", qq.q.stop_reclaimer)
+        return qq.calls
+    finally:
+        sys.setswitchinterval(switch)
+        qq.close()

@@ -18,6 +18,8 @@ Imports: ``harness`` (``ModelConfig``), ``session``, ``samples``, ``render``.
 
 from __future__ import annotations
 
+import sys
+
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -50,6 +52,8 @@ CONSTRUCTIONS: list[tuple[str, ModelConfig, dict[str, int | None]]] = [
     ("dead_letter_limit=True", ModelConfig(dead_letter_limit=True), {}),
     ("dead_letter_limit=0", ModelConfig(dead_letter_limit=0), {}),
     ("dead_letter_limit=5", ModelConfig(dead_letter_limit=5), {}),
+    ("dead_letter_limit=sys.maxsize", ModelConfig(dead_letter_limit=sys.maxsize), {}),
+    ("dead_letter_limit=sys.maxsize + 1", ModelConfig(dead_letter_limit=sys.maxsize + 1), {}),
 ]
 
 
