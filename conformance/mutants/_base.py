@@ -346,27 +346,34 @@ class BaseQueue:
         _check_poll("poll_interval", poll_interval)
         parked = _Parked(getattr(ref, "estimated_bytes", 0))
         try:
-            while True:
-                enqueued, seen = self._try_put_nowait(ref, parked)
-                self._fire()
-                if enqueued:
-                    return
-                if abort_when is not None and abort_when():
-                    raise PutAborted(f"put_blocks_until_below({ref.sample_id!r}): abort_when() is true")
-                # Park (once), then wait for a change of residency, a resume, a parking,
-                # close, or poll_interval, whichever comes first; then step again.
-                deadline = time.monotonic() + poll_interval
-                with self._lock:
-                    if not parked.counted:
-                        news = self._room_changes != seen  # something changed since the step
-                        self._park(parked)
-                        if not news:
-                            seen = self._room_changes  # our own parking is no news to us
-                    while self._room_changes == seen and (remaining := deadline - time.monotonic()) > 0:
-                        _wait(self._room, remaining)
+            self._step_until_enqueued(ref, parked, poll_interval, abort_when)
         finally:
             with self._lock:
                 self._unpark(parked)
+
+    def _step_until_enqueued(
+        self, ref: SampleRef, parked: _Parked, poll_interval: float, abort_when: Callable[[], bool] | None
+    ) -> None:
+        """The steps of a blocking put until one enqueues (or ``PutAborted``);
+        the caller unparks ``parked`` however it ends."""
+        while True:
+            enqueued, seen = self._try_put_nowait(ref, parked)
+            self._fire()
+            if enqueued:
+                return
+            if abort_when is not None and abort_when():
+                raise PutAborted(f"put_blocks_until_below({ref.sample_id!r}): abort_when() is true")
+            # Park (once), then wait for a change of residency, a resume, a parking,
+            # close, or poll_interval, whichever comes first; then step again.
+            deadline = time.monotonic() + poll_interval
+            with self._lock:
+                if not parked.counted:
+                    news = self._room_changes != seen  # something changed since the step
+                    self._park(parked)
+                    if not news:
+                        seen = self._room_changes  # our own parking is no news to us
+                while self._room_changes == seen and (remaining := deadline - time.monotonic()) > 0:
+                    _wait(self._room, remaining)
 
     def _try_put_nowait(self, ref: SampleRef, parked: _Parked) -> tuple[bool, int]:
         """One step (its callback queued): whether the ref was enqueued, and the

@@ -5,9 +5,7 @@ residency that much too low from then on.  docs/API.md (D8): a ref stays
 parked until its call returns or raises for any reason.
 """
 
-import time
-
-from conformance.mutants._base import BaseQueue, PutAborted, QueueClosed, _check_poll, _Parked, _wait, factory
+from conformance.mutants._base import BaseQueue, PutAborted, QueueClosed, _check_poll, _Parked, factory
 
 
 class AbortRaiseStaysParked(BaseQueue):
@@ -15,23 +13,8 @@ class AbortRaiseStaysParked(BaseQueue):
         _check_poll("poll_interval", poll_interval)
         parked = _Parked(getattr(ref, "estimated_bytes", 0))
         try:
-            while True:
-                enqueued, seen = self._try_put_nowait(ref, parked)
-                self._fire()
-                if enqueued:
-                    break
-                if abort_when is not None and abort_when():  # (an exception here skips the unpark below)
-                    raise PutAborted(f"put_blocks_until_below({ref.sample_id!r}): abort_when() is true")
-                deadline = time.monotonic() + poll_interval
-                with self._lock:
-                    if not parked.counted:
-                        news = self._room_changes != seen
-                        self._park(parked)
-                        if not news:
-                            seen = self._room_changes
-                    while self._room_changes == seen and (remaining := deadline - time.monotonic()) > 0:
-                        _wait(self._room, remaining)
-        except (PutAborted, QueueClosed):
+            self._step_until_enqueued(ref, parked, poll_interval, abort_when)
+        except (PutAborted, QueueClosed):  # (an exception from abort_when skips the unpark)
             with self._lock:
                 self._unpark(parked)
             raise

@@ -5,9 +5,7 @@
 ``KeyboardInterrupt`` included.
 """
 
-import time
-
-from conformance.mutants._base import BaseQueue, PutAborted, _check_poll, _Parked, _wait, factory
+from conformance.mutants._base import BaseQueue, _check_poll, _Parked, factory
 
 
 class InterruptStaysParked(BaseQueue):
@@ -15,22 +13,7 @@ class InterruptStaysParked(BaseQueue):
         _check_poll("poll_interval", poll_interval)
         parked = _Parked(getattr(ref, "estimated_bytes", 0))
         try:
-            while True:
-                enqueued, seen = self._try_put_nowait(ref, parked)
-                self._fire()
-                if enqueued:
-                    break
-                if abort_when is not None and abort_when():
-                    raise PutAborted(f"put_blocks_until_below({ref.sample_id!r}): abort_when() is true")
-                deadline = time.monotonic() + poll_interval
-                with self._lock:
-                    if not parked.counted:
-                        news = self._room_changes != seen
-                        self._park(parked)
-                        if not news:
-                            seen = self._room_changes
-                    while self._room_changes == seen and (remaining := deadline - time.monotonic()) > 0:
-                        _wait(self._room, remaining)
+            self._step_until_enqueued(ref, parked, poll_interval, abort_when)
         except Exception:  # (a KeyboardInterrupt is no Exception: it leaves the ref parked)
             with self._lock:
                 self._unpark(parked)
