@@ -38,9 +38,11 @@ The phases, in the order they run (each module ``refqueue.conformance.NAME``):
                   concurrent puts of one id),
                   ``calls_state`` (state handed out or kept long: callbacks'
                   health, returned lists, the deadline index, orphans),
-                  ``calls_failures`` (a reclaim's dead-letter scrub, the
-                  clock under acquire, extend and reclaim, and the
-                  background reclaimer's reclaim, raising),
+                  ``calls_failures`` (an ack's or dead-letter's scrub
+                  against the dedup window and kept dead letters, a
+                  reclaim's dead-letter scrub, the clock under acquire,
+                  extend and reclaim, and the background reclaimer's
+                  reclaim, raising),
                   ``calls_clock`` (deadlines under a millisecond apart, a
                   clock reading NaN) and ``calls_scale`` (5,000 refs
                   pending and reclaimed at once; leases past 2**16) for

@@ -27,6 +27,14 @@ last).  ``refqueue.conformance.calls`` lists them after its own:
     the lease is still out; the store scrubbing again, a reclaim by hand
     dead-letters it, and a new reclaimer, started and stopped, raises
     nothing (the old error was raised by the *next* stop only).
+``scrub-fails-keeps-windows``
+    on a queue made with ``dedup_window=1`` (and ``dead_letter_limit=1``
+    where declared), one sample completed by ``ack`` (by ``dead_letter``),
+    then an ``ack`` (a ``dead_letter``) of another whose scrub raises: the
+    window still holds the completed id (put again, it is a replay) and the
+    kept dead letter is still kept, none dropped; the failed call made no
+    room for its own id or letter.  Once the store scrubs, the same call
+    completes the other sample, which is then the replay.
 """
 
 from __future__ import annotations
@@ -38,7 +46,10 @@ from refqueue.clock import ManualClock
 from refqueue.conformance.contract import Backend
 from refqueue.conformance.probe import WITHIN, Failed, Probe, scrub_switch_probe
 
-__all__ = ["ClockSwitch", "RECLAIMER_INTERVAL", "clock_fails", "reclaim_scrub_fails", "reclaimer_error_kept"]
+__all__ = [
+    "ClockSwitch", "RECLAIMER_INTERVAL", "clock_fails", "reclaim_scrub_fails", "reclaimer_error_kept",
+    "scrub_fails_keeps_windows",
+]  # fmt: skip
 
 VISIBILITY = 30.0
 RECLAIMER_INTERVAL = 0.01  # seconds between the background reclaimer's reclaims
@@ -237,3 +248,53 @@ def reclaimer_error_kept(backend: Backend) -> int:
         return qq.calls
     finally:
         qq.close()
+
+
+def scrub_fails_keeps_windows(backend: Backend) -> int:
+    qq_limit = {"dead_letter_limit": 1} if backend.capabilities.dead_letter_limit else {}
+    qq, store = scrub_switch_probe(backend, dedup_window=1, **qq_limit)
+    try:
+        calls: list[tuple[str, Any]] = [("ack", lambda lease: qq.q.ack(lease))]
+        if qq.caps.dead_letter:
+            calls.append(("dead_letter", lambda lease: qq.q.dead_letter(lease, "poison")))
+        made = "dedup_window=1" + (", dead_letter_limit=1" if qq_limit else "")
+        for k, (name, call) in enumerate(calls):
+            done, other = f"w{k}", f"s{k}"
+            lease = qq.leased(done)
+            if qq.call(f"{name}(lease of {done!r})", lambda: call(lease)) is not True:
+                raise Failed(f"{name} of the live lease on {done!r} did not return True")
+            kept = _letters(qq)
+            lease = qq.leased(other)
+            store.failing = True
+            qq.calls += 1
+            try:
+                value = call(lease)
+            except Exception:  # noqa: BLE001 - the store's failure reached the caller: as documented
+                pass
+            else:
+                raise Failed(f"{name}(lease of {other!r}) returned {value!r} although the store's scrub raised; it "
+                             f"must raise and commit nothing")
+            finally:
+                store.failing = False
+            after = f"{name}(lease of {other!r}) whose scrub raised, on a queue made with {made}"
+            qq.refuses_replay(done, f"put({done!r}) again (completed by {name} just before) after {after}: the failed "
+                                    f"{name} committed nothing, so the window still holds {done!r}")
+            if _letters(qq) != kept:
+                raise Failed(f"after {after}, dead_letters() and dead_letters_dropped went from {kept!r} to "
+                             f"{_letters(qq)!r}; a failed {name} drops no dead letter to make room for its own")
+            if qq.call(f"{name}(lease of {other!r}) again, the store scrubbing", lambda: call(lease)) is not True:
+                raise Failed(f"{name}(lease of {other!r}) again, once the store scrubs, did not return True: the "
+                             f"lease must still be live")
+            qq.refuses_replay(other, f"put({other!r}) again, just completed by {name} on a queue made with {made}")
+        return qq.calls
+    finally:
+        qq.close()
+
+
+def _letters(qq: Probe) -> tuple[object, object] | None:
+    """The dead letters kept (sample id and reason each) and the count dropped, where the backend keeps them."""
+    if not (qq.caps.dead_letter or qq.caps.max_deliveries):
+        return None
+    letters = [(d.ref.sample_id, d.reason) for d in qq.call("dead_letters()", qq.q.dead_letters)]
+    dropped = qq.call("dead_letters_dropped", lambda: getattr(qq.q, "dead_letters_dropped", None))
+    return letters, dropped
