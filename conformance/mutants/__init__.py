@@ -37,6 +37,7 @@ CAUGHT_BY = {
     'backpressure_needs_abort_when': 'blocking',
     'blocking_put_no_wake': 'blocking',
     'callback_health_at_delivery': 'calls',
+    'callback_interrupt_sticks': 'blocking',
     'callback_swallowed': 'blocking',
     'callback_under_lock': 'blocking',
     'callbacks_dropped_on_error': 'blocking',
@@ -192,6 +193,7 @@ NAMED_CHECK = {
     "acquire_timer_restarts": ("acquire-times-out-busy", "s past its poll interval and past the bound of 0.05 s, while, from half its interval on, a ref was put through the other client every 0.025 s and taken back with acquire_nowait() the moment it was pending, until the kit had taken one (1 put), so a put woke it to find nothing (in each of 3 attempts)"),
     "reclaimer_default_interval": ("reclaimer-default-interval", "start_reclaimer() with no interval, on a queue whose visibility timeout is 2.0 s, had not reclaimed the expired lease on 'r0' 0.75 s after start_reclaimer() returned"),
     "parked_bytes_count": ("put-abort-when", "two producers are blocked in put_blocks_until_below (each has consulted abort_when() twice, so each has parked its ref), but parked_bytes is 2, not 36 ('small' 18 + 'other' 18 bytes)"),
+    "callback_interrupt_sticks": ("callback-interrupted", "on_pause/on_resume were called ['pause'], not ['pause', 'resume']: a callback that raised KeyboardInterrupt"),
     "callbacks_dropped_on_error": ("callbacks-after-an-error", "on_pause/on_resume were called ['pause'], not ['pause', 'resume']: the resume was never reported"),
     # the calls phase
     "json_drops_redelivery": ("json-round-trip", "redelivery_count is 0, not 1"),

@@ -126,6 +126,12 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     an exception raised by ``on_pause`` (``on_resume``) reaches the caller of
     the ``put_blocks_until_below`` that delivered it, and the transition it
     reports committed: ``is_paused`` is True (False, and the ref enqueued).
+``callback-interrupted``
+    ``on_pause`` raises ``KeyboardInterrupt`` (a subclass; no ``Exception``)
+    out of a pausing step: the caller gets it, and once the queue can resume
+    the next step's ``on_resume`` is called (calls ``pause, resume``).  A
+    backend that marks "a callback is running" and clears the mark on
+    ``except Exception`` only never reports a change again.
 ``callbacks-after-an-error``
     ``on_pause`` is held open (it waits for the kit) and then raises; while it
     is held, another producer's one-step put resumes the queue.  The pausing

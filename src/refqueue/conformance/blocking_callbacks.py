@@ -17,7 +17,14 @@ from refqueue.conformance.wakeups import (
     VISIBILITY, Attempt, Call, CallbackError, Failed, WaitQueue, expect_lease, no_error, outcome,
 )  # fmt: skip
 
-__all__ = ["callback_errors_propagate", "callbacks_after_an_error", "callbacks_in_order", "callbacks_outside_locks"]
+__all__ = [
+    "CallbackInterrupt", "callback_errors_propagate", "callback_interrupt", "callbacks_after_an_error",
+    "callbacks_in_order", "callbacks_outside_locks",
+]  # fmt: skip
+
+
+class CallbackInterrupt(KeyboardInterrupt):
+    """What the kit's ``on_pause`` raises in ``callback-interrupted``: a Ctrl-C's exception, no ``Exception``."""
 
 
 # -- callbacks: outside every lock, their exceptions reach the caller ---------------------------
@@ -265,5 +272,42 @@ def callbacks_after_an_error(attempt: Attempt) -> None:
         raise Failed(
             f"after the resume is_paused is {paused!r} and pending_count() {pending}; the queue resumed (False) and "
             f"'p2' and 'p3' were enqueued (2)"
+        )
+    return None
+
+
+def callback_interrupt(attempt: Attempt) -> None:
+    qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
+    interrupted = [False]
+
+    def interrupt_once(health: Any) -> None:
+        if not interrupted[0]:
+            interrupted[0] = True
+            raise CallbackInterrupt("on_pause raised KeyboardInterrupt on purpose (callback-interrupted)")
+
+    qq.pause_hook = interrupt_once
+    big = qq.store_put("big", 2)
+    qq.ask("put('big')", lambda: qq.q.put(big))
+    lease = qq.ask("acquire()", lambda: qq.q.acquire(poll_interval=qq.bound))
+    expect_lease(lease, "big", 0, "acquire() of 'big'")
+    small = qq.store_put("small", 1)
+    pauser = _start_step(qq, small)
+    _all_return(qq, (pauser,), "its step")
+    if not isinstance(pauser.error, CallbackInterrupt):
+        raise Failed(
+            f"on_pause raised KeyboardInterrupt and {pauser.what}, which delivered it, {outcome(pauser)}; docs/API.md: "
+            f"a callback's exception (KeyboardInterrupt too) propagates out of the call that delivered it"
+        )
+    qq.ask("ack(lease of 'big')", lambda: qq.q.ack(lease))
+    resumer = _start_step(qq, small)  # its data is still stored: the step that resumes puts it
+    _all_return(qq, (resumer,), "the ack of 'big'")
+    no_error(resumer)
+    paused = qq.ask("is_paused", lambda: qq.q.is_paused)
+    if qq.events != ["pause", "resume"] or paused is not False:
+        raise Failed(
+            f"on_pause raised KeyboardInterrupt (no Exception) out of {pauser.what}; after the ack of 'big' the next "
+            f"step resumed the queue (is_paused {paused!r}) and on_pause/on_resume were called {qq.events}, not "
+            f"['pause', 'resume']: a callback that raised KeyboardInterrupt left the queue believing a callback "
+            f"still runs (cleaned up on `except Exception` only), so no change is reported again"
         )
     return None

@@ -175,6 +175,13 @@ NAMED_CHECKS: tuple[Check, ...] = (
         _STEPS,
     ),
     Check(
+        "callback-interrupted",
+        "on_pause raising KeyboardInterrupt reaches the caller of put_blocks_until_below, and the next change is "
+        "still reported: on_resume is called",
+        callbacks.callback_interrupt,
+        _STEPS,
+    ),
+    Check(
         "callbacks-after-an-error",
         "with on_pause held open and then raising, another producer's resume is still reported: on_resume once, "
         "at the latest by the next step",
