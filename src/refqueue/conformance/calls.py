@@ -94,9 +94,10 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     where declared) of a live lease raises and commits nothing (the lease
     is still outstanding, nothing pending, the data resident, no dead
     letter); once scrubbing works again the same lease acks.
-``scrub-fails-keeps-windows`` / ``reclaim-scrub-fails`` / ``clock-fails`` / ``reclaimer-error-kept``
+``scrub-fails-keeps-windows`` / ``put-health-fails`` / ``reclaim-scrub-fails`` / ``clock-fails`` / ``reclaimer-error-kept``
     ``refqueue.conformance.calls_failures`` (an ack's or dead-letter's failed
-    scrub against the dedup window and the kept dead letters; a reclaim's
+    scrub against the dedup window and the kept dead letters; a blocking
+    put whose store's health() raises; a reclaim's
     dead-letter scrub that raises; a clock that raises under acquire, extend
     and reclaim; the background reclaimer's reclaim that raises),
     which says what each checks.
@@ -157,7 +158,7 @@ from refqueue.conformance.contract import Backend, load_backend
 from refqueue.conformance.crash import blame
 from refqueue.conformance.calls_clock import extend_while_clock_read, reclaim_nan_clock, reclaim_sub_ms
 from refqueue.conformance.calls_failures import (
-    clock_fails, reclaim_scrub_fails, reclaimer_error_kept, scrub_fails_keeps_windows,
+    clock_fails, put_health_fails, reclaim_scrub_fails, reclaimer_error_kept, scrub_fails_keeps_windows,
 )  # fmt: skip
 from refqueue.conformance.calls_inputs import (
     dead_letter_reason, dead_letter_reasons_kept, dedup_ids_exact, durations_above_max, durations_not_positive,
@@ -491,6 +492,11 @@ NAMED_CHECKS: tuple[Check, ...] = (
         "scrub-fails-keeps-windows", "an ack (dead_letter) whose scrub raises leaves the dedup window (and the kept dead "
         "letters, with dead_letter_limit=1) as they were: the id completed before it is still a replay",
         scrub_fails_keeps_windows, ("dedup_window",),
+    ),
+    Check(
+        "put-health-fails", "a one-step blocking put whose store.health() raises, on a queue with watermarks, raises "
+        "and changes nothing (never enqueues: that fails open); once health() answers it enqueues",
+        put_health_fails, ("abort_when",),
     ),
     Check(
         "json-round-trip", "refs and leases (from str and from bytes) round-trip through JSON field by field",

@@ -27,6 +27,14 @@ last).  ``refqueue.conformance.calls`` lists them after its own:
     the lease is still out; the store scrubbing again, a reclaim by hand
     dead-letters it, and a new reclaimer, started and stopped, raises
     nothing (the old error was raised by the *next* stop only).
+``put-health-fails``
+    (where ``put_blocks_until_below`` takes ``abort_when``) on a queue with
+    watermarks, a one-step blocking put whose store's ``health()`` raises:
+    the put raises and changes nothing (nothing pending or parked, the
+    pause flag as it was).  A step that cannot read the residency cannot
+    decide the hysteresis; letting the ref in "fails open" past the
+    watermarks.  Once ``health()`` answers, the same ref is enqueued.  A
+    backend whose step never read ``health()`` is not judged.
 ``scrub-fails-keeps-windows``
     on a queue made with ``dedup_window=1`` (and ``dead_letter_limit=1``
     where declared), one sample completed by ``ack`` (by ``dead_letter``),
@@ -45,10 +53,11 @@ from typing import Any
 from refqueue.clock import ManualClock
 from refqueue.conformance.contract import Backend
 from refqueue.conformance.probe import WITHIN, Failed, Probe, scrub_switch_probe
+from refqueue.conformance.samples import UNIT_BYTES
 
 __all__ = [
     "ClockSwitch", "RECLAIMER_INTERVAL", "clock_fails", "reclaim_scrub_fails", "reclaimer_error_kept",
-    "scrub_fails_keeps_windows",
+    "put_health_fails", "scrub_fails_keeps_windows",
 ]  # fmt: skip
 
 VISIBILITY = 30.0
@@ -298,3 +307,44 @@ def _letters(qq: Probe) -> tuple[object, object] | None:
     letters = [(d.ref.sample_id, d.reason) for d in qq.call("dead_letters()", qq.q.dead_letters)]
     dropped = qq.call("dead_letters_dropped", lambda: getattr(qq.q, "dead_letters_dropped", None))
     return letters, dropped
+
+
+def put_health_fails(backend: Backend) -> int:
+    qq, store = scrub_switch_probe(backend, high_watermark_bytes=2 * UNIT_BYTES, low_watermark_bytes=UNIT_BYTES)
+    try:
+        ref = qq.ref("h0")
+        before = qq.counts()
+        paused = qq.call("is_paused", lambda: qq.q.is_paused)
+        what = "put_blocks_until_below('h0', abort_when=lambda: True)"
+        store.health_failing = True
+        qq.calls += 1
+        try:
+            value = qq.q.put_blocks_until_below(ref, abort_when=lambda: True)
+        except Exception:  # noqa: BLE001 - the store's failure reached the caller: as documented
+            pass
+        else:
+            if store.health_refused:
+                raise Failed(f"{what} on a queue with watermarks returned {value!r} although store.health() raised; "
+                             f"a step that cannot read the residency must raise and change nothing, not let the ref "
+                             f"in (that fails open past the watermarks)")
+        finally:
+            store.health_failing = False
+        if store.health_refused == 0:
+            return qq.calls  # its step never read health(): nothing to fail on
+        after = f"{what} whose store.health() raised"
+        qq.expect_counts(before, after)
+        parked = qq.call("parked_bytes", lambda: getattr(qq.q, "parked_bytes", 0))
+        if parked != 0:
+            raise Failed(f"after {after}, parked_bytes is {parked!r}, not 0: the ref stayed parked")
+        now = qq.call("is_paused", lambda: qq.q.is_paused)
+        if now != paused:
+            raise Failed(f"after {after}, is_paused went from {paused!r} to {now!r}; nothing commits")
+        got = qq.call(f"{what} again, health() answering", lambda: qq.q.put_blocks_until_below(ref, abort_when=lambda: True))
+        if got is not None:
+            raise Failed(f"{what} again, once health() answers, returned {got!r}; it enqueues and returns None")
+        if qq.call("pending_count()", qq.q.pending_count) != 1:
+            raise Failed(f"{what} again, once health() answers (nothing else resident, so below the watermarks), "
+                         f"did not enqueue 'h0'")
+        return qq.calls
+    finally:
+        qq.close()

@@ -41,12 +41,15 @@ class NotRun(Exception):
 
 class ScrubSwitch(FeatureStore):
     """A store that forwards every call to ``inner``, and whose ``scrub``
-    raises ``OSError`` while ``failing`` is set (a disk that went away)."""
+    raises ``OSError`` while ``failing`` is set (a disk that went away), its
+    ``health`` while ``health_failing`` is."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.failing = False
         self.scrubs_refused = 0
+        self.health_failing = False
+        self.health_refused = 0
         self.refused = threading.Event()  # set at the first scrub refused
 
     @property
@@ -85,6 +88,9 @@ class ScrubSwitch(FeatureStore):
         return self.inner.gc()
 
     def health(self) -> Any:
+        if self.health_failing:
+            self.health_refused += 1
+            raise OSError("health() failed on demand (the conformance kit's failing store)")
         return self.inner.health()
 
     def close(self) -> None:
