@@ -43,6 +43,8 @@ The phases, in the order they run (each module ``refqueue.conformance.NAME``):
                   reclaim's dead-letter scrub, the clock under acquire,
                   extend and reclaim, and the background reclaimer's
                   reclaim, raising),
+                  ``calls_puts`` (the steps of a blocking put: a one-step
+                  call parks nothing, every step validates the ref),
                   ``calls_clock`` (deadlines under a millisecond apart, a
                   clock reading NaN) and ``calls_scale`` (5,000 refs
                   pending and reclaimed at once; leases past 2**16) for

@@ -131,6 +131,10 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     ``refqueue.conformance.calls_clock`` (deadlines less than a millisecond
     apart; a clock that reads NaN; a lease re-leased while extend reads the
     clock), which says what each checks.
+``one-step-parks-nothing``, ``put-duplicate-while-blocked``
+    ``refqueue.conformance.calls_puts`` (the steps of a blocking put: a
+    one-step call parks nothing; every step validates the ref), which says
+    what each checks.
 ``pending-many``, ``lease-ids-many``
     ``refqueue.conformance.calls_scale`` (5,000 refs pending and reclaimed by
     one call; leases past 2**16 on one queue), which says what each checks.
@@ -141,7 +145,7 @@ a check (a call it lacks, a store that refused the check's data) fails that
 check, naming the call and the exception (``refqueue.conformance.crash``).  The checks are ``NAMED_CHECKS``, run in
 that order by ``check_calls``; a failure's replay runs the failing check again.
 
-Imports: ``calls_inputs``, ``calls_leases``, ``calls_many``, ``calls_scale``,
+Imports: ``calls_inputs``, ``calls_leases``, ``calls_many``, ``calls_puts``, ``calls_scale``,
 ``calls_state``, ``calls_clock`` and ``calls_failures`` (the checks kept there), ``probe``
 (the queue each check makes), ``harness`` (the soak), ``samples``,
 ``render``.
@@ -168,6 +172,7 @@ from refqueue.conformance.calls_leases import (
     altered_epoch, json_round_trip, lease_fields, lease_id_below_1, lease_id_not_int, lease_ids_from_1,
     lease_json_hostile, leases_across_clients, two_queues_one_store,
 )  # fmt: skip
+from refqueue.conformance.calls_puts import one_step_parks_nothing, put_duplicate_while_blocked
 from refqueue.conformance.calls_many import (
     DEDUP_LARGE, KEPT, LIMIT, PUT_ROUNDS, PUTTERS, START_ROUNDS, dead_letter_limit, dead_letters_kept,
     dedup_window_large, put_duplicate_concurrent, reclaimers_started_at_once,
@@ -497,6 +502,16 @@ NAMED_CHECKS: tuple[Check, ...] = (
         "put-health-fails", "a one-step blocking put whose store.health() raises, on a queue with watermarks, raises "
         "and changes nothing (never enqueues: that fails open); once health() answers it enqueues",
         put_health_fails, ("abort_when",),
+    ),
+    Check(
+        "one-step-parks-nothing", "put_blocks_until_below at high with abort_when true: parked_bytes is 0 while "
+        "abort_when is consulted, and PutAborted (a ref parks only once its producer goes to wait)",
+        one_step_parks_nothing, ("abort_when",),
+    ),
+    Check(
+        "put-duplicate-while-blocked", "a producer blocked in put_blocks_until_below(ref); a plain put of the same ref "
+        "meanwhile; its next step raises DuplicateSample and the id is pending once",
+        put_duplicate_while_blocked, ("abort_when",),
     ),
     Check(
         "json-round-trip", "refs and leases (from str and from bytes) round-trip through JSON field by field",

@@ -52,6 +52,12 @@ class ScrubSwitch(FeatureStore):
         self.health_refused = 0
         self.refused = threading.Event()  # set at the first scrub refused
 
+    def __getattr__(self, name: str) -> Any:
+        # what the backend's own store offers beyond FeatureStore (a hook its queue calls) reaches it too
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
     @property
     def uri(self) -> str:
         return self.inner.uri
