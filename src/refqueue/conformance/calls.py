@@ -122,10 +122,11 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     call returned, the deadline index under a long interleaving, dead
     letters drained while others are made, orphans collected through the
     store), which says what each checks.
-``dead-letters-kept``, ``dedup-window-large``, ``put-duplicate-concurrent``, ``reclaimers-started-at-once``
+``dead-letters-kept``, ``dedup-window-large``, ``put-duplicate-concurrent``, ``reclaimers-started-at-once``, ``reads-while-busy``
     ``refqueue.conformance.calls_many`` (hundreds of dead letters kept; a
     dedup window of hundreds of ids; four threads putting one id, or
-    starting a reclaimer, at once),
+    starting a reclaimer, at once; the counts read while another thread
+    works the queue),
     which says what each checks.
 ``reclaim-sub-ms``, ``reclaim-nan-clock``, ``extend-while-clock-read``
     ``refqueue.conformance.calls_clock`` (deadlines less than a millisecond
@@ -174,8 +175,8 @@ from refqueue.conformance.calls_leases import (
 )  # fmt: skip
 from refqueue.conformance.calls_puts import one_step_parks_nothing, put_duplicate_while_blocked
 from refqueue.conformance.calls_many import (
-    DEDUP_LARGE, KEPT, LIMIT, PUT_ROUNDS, PUTTERS, START_ROUNDS, dead_letter_limit, dead_letters_kept,
-    dedup_window_large, put_duplicate_concurrent, reclaimers_started_at_once,
+    BACKLOG, BUSY_READS, DEDUP_LARGE, KEPT, LIMIT, PUT_ROUNDS, PUTTERS, START_ROUNDS, dead_letter_limit,
+    dead_letters_kept, dedup_window_large, put_duplicate_concurrent, reads_while_busy, reclaimers_started_at_once,
 )  # fmt: skip
 from refqueue.conformance.calls_scale import LEASES_MANY, PENDING_MANY, lease_ids_many, pending_many
 from refqueue.conformance.calls_state import (
@@ -569,6 +570,11 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "reclaimers-started-at-once", f"{PUTTERS} threads call start_reclaimer() at once, {START_ROUNDS} rounds: "
         "exactly one starts, the others raise RuntimeError", reclaimers_started_at_once, ("reclaimer",),
+    ),
+    Check(
+        "reads-while-busy", f"while a thread takes, acks and puts ({BACKLOG} pending), another makes {BUSY_READS} reads of "
+        "pending_count(), outstanding_count(), is_paused and parked_bytes: each returns a value the queue had",
+        reads_while_busy,
     ),
     Check(
         "reclaim-scrub-fails", "a reclaim that dead-letters at max_deliveries=1 whose scrub raises raises and commits "

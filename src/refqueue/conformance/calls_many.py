@@ -1,9 +1,11 @@
 """The ``calls`` phase's checks that take many calls to show: many dead
 letters kept, and the oldest dropped past ``dead_letter_limit``, a large dedup
-window, many threads putting one id (or starting a reclaimer) at once.
+window, many threads putting one id (or starting a reclaimer) at once, the
+counts read while another thread works the queue.
 ``refqueue.conformance.calls`` lists them (``NAMED_CHECKS``) and says what each
 checks (``dead-letters-kept``, ``dead-letter-limit``, ``dedup-window-large``,
-``put-duplicate-concurrent``, ``reclaimers-started-at-once``);
+``put-duplicate-concurrent``, ``reclaimers-started-at-once``,
+``reads-while-busy``);
 each runs on a fresh queue (``probe.Probe``).
 
 The walks keep a handful of samples, their dedup windows hold a few ids, and
@@ -23,7 +25,8 @@ from refqueue.conformance.probe import WITHIN, Failed, Probe
 
 __all__ = [
     "DEDUP_LARGE", "KEPT", "LIMIT", "PUTTERS", "PUT_ROUNDS", "dead_letter_limit", "dead_letters_kept", "dedup_window_large",
-    "put_duplicate_concurrent", "reclaimers_started_at_once", "START_ROUNDS",
+    "put_duplicate_concurrent", "reclaimers_started_at_once", "START_ROUNDS", "BACKLOG", "BUSY_READS",
+    "reads_while_busy",
 ]
 
 KEPT = 300  # dead letters on one queue: far below docs/API.md's default dead_letter_limit (10,000)
@@ -32,6 +35,9 @@ DEDUP_LARGE = 600  # the dedup window of dedup-window-large: past the round caps
 PUTTERS = 4  # threads putting the same ref at once
 PUT_ROUNDS = 150  # rounds of them, each on a fresh id
 START_ROUNDS = 40  # rounds of PUTTERS threads starting a reclaimer at once
+BACKLOG = 1000  # refs pending while reads-while-busy's worker takes, acks and puts
+BUSY_READS = 6000  # reads of the counts while the worker takes, acks and puts
+BUSY_WITHIN = 60.0  # seconds those reads may take
 _SWITCH_S = 1e-5  # the interpreter's thread switch interval during the rounds (default 5 ms): races show
 
 
@@ -240,6 +246,90 @@ def reclaimers_started_at_once(backend: Backend) -> int:
                     f"steps starts two, and stop_reclaimer stops one of them)"
                 )
             qq.call("stop_reclaimer()", qq.q.stop_reclaimer)
+        return qq.calls
+    finally:
+        sys.setswitchinterval(switch)
+        qq.close()
+
+
+def reads_while_busy(backend: Backend) -> int:
+    """While one thread takes, acks and puts (``BACKLOG`` refs pending), another
+    reads ``pending_count()``, ``outstanding_count()``, ``is_paused`` and
+    ``parked_bytes`` over and over, ``BUSY_READS`` reads: every read returns,
+    and each is a value the queue had (pending ``BACKLOG - 1`` or ``BACKLOG``,
+    outstanding 0 or 1).  A count that walks the queue's records without its
+    lock raises (``dictionary changed size during iteration``) or answers a
+    number between two states."""
+    qq = Probe(backend)
+    switch = sys.getswitchinterval()
+    try:
+        for n in range(BACKLOG):
+            ref = qq.ref(f"b{n}")
+            qq.call(f"put('b{n}')", lambda: qq.q.put(ref))
+        reads: list[tuple[str, Any, frozenset[Any]]] = [
+            ("pending_count()", qq.q.pending_count, frozenset({BACKLOG - 1, BACKLOG})),
+            ("outstanding_count()", qq.q.outstanding_count, frozenset({0, 1})),
+            ("is_paused", lambda: qq.q.is_paused, frozenset({False})),
+        ]
+        if hasattr(type(qq.q), "parked_bytes"):
+            reads.append(("parked_bytes", lambda: qq.q.parked_bytes, frozenset({0})))
+        read_enough = threading.Event()  # the reader is done (or failed): the worker stops
+        trouble: list[str] = []
+        rounds = [0]
+
+        def work() -> None:
+            try:
+                while not read_enough.is_set():
+                    lease = qq.q.acquire_nowait() if qq.caps.acquire_nowait else qq.q.acquire(poll_interval=0.001)
+                    if lease is None:
+                        trouble.append(f"the worker's acquire() returned None with {BACKLOG} refs pending")
+                        return
+                    qq.q.ack(lease)
+                    qq.q.put(qq.ref(f"n{rounds[0]}"))
+                    rounds[0] += 1
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                trouble.append(f"the worker's call raised {type(exc).__name__}: {exc}")
+
+        reads_made = [0]
+        wrong: list[str] = []
+
+        def read() -> None:
+            try:
+                while reads_made[0] < BUSY_READS and not trouble:
+                    for what, fn, legal in reads:
+                        try:
+                            value = fn()
+                        except BaseException as exc:  # noqa: BLE001 - judged below
+                            wrong.append(f"{what} raised {type(exc).__name__}: {exc}")
+                            return
+                        reads_made[0] += 1
+                        if value not in legal:
+                            wrong.append(f"{what} returned {value!r}; the queue only ever held {sorted(legal)}")
+                            return
+            finally:
+                read_enough.set()
+
+        sys.setswitchinterval(_SWITCH_S)
+        worker = threading.Thread(target=work, name="refqueue-calls-busy-worker", daemon=True)
+        reader = threading.Thread(target=read, name="refqueue-calls-reads-while-busy", daemon=True)
+        worker.start()
+        reader.start()
+        reader.join(BUSY_WITHIN)
+        read_enough.set()
+        worker.join(WITHIN)
+        sys.setswitchinterval(switch)
+        qq.calls += 3 * rounds[0] + reads_made[0]
+        if wrong:
+            raise Failed(
+                f"while another thread took, acked and put ({rounds[0]} rounds, {BACKLOG} refs pending), after "
+                f"{reads_made[0]} reads of the counts: {wrong[0]}; docs/API.md: every call is thread-safe, and a "
+                f"count reads one state of the queue"
+            )
+        if trouble:
+            raise Failed(trouble[0])
+        if reader.is_alive() or worker.is_alive():
+            raise Failed(f"{BUSY_READS} reads of the counts beside a thread taking, acking and putting had not ended "
+                         f"after {BUSY_WITHIN} s (only {reads_made[0]} made)")
         return qq.calls
     finally:
         sys.setswitchinterval(switch)
