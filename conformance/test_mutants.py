@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.mutants import CAUGHT_BY, MUTANTS, NAMED_CHECK, REPEATS
+from conformance.mutants import ALSO_CAUGHT, CAUGHT_BY, MUTANTS, NAMED_CHECK, REPEATS
 from refqueue.conformance import fault_crashes, rejection_kind
 from refqueue.conformance.blocking import CHECKS as BLOCKING_CHECKS
 from refqueue.conformance.calls import CHECKS as CALLS_CHECKS
@@ -76,6 +76,25 @@ def test_each_named_check_is_a_check_of_the_phase_that_catches_its_mutant():
     checks = {"blocking": BLOCKING_CHECKS, "calls": CALLS_CHECKS}
     for mutant, (check, says) in NAMED_CHECK.items():
         assert check in checks[CAUGHT_BY[mutant]] and says, mutant
+
+
+def test_each_later_witness_names_a_later_phase_and_its_check():
+    checks = {"blocking": BLOCKING_CHECKS, "calls": CALLS_CHECKS}
+    for mutant, (phase, check, says) in ALSO_CAUGHT.items():
+        assert PHASES.index(phase) > PHASES.index(CAUGHT_BY[mutant]), mutant
+        assert (check is None) == (says is None) and (check is None or check in checks[phase]), mutant
+
+
+# A later phase, certified alone (as --phase runs it), rejects each of its witnesses, at the named check.
+@pytest.mark.parametrize("mutant", sorted(ALSO_CAUGHT))
+def test_a_later_phase_alone_rejects_its_witness(mutant, monkeypatch):
+    monkeypatch.setattr(fault_crashes, "RECOVER_WITHIN", RECOVER_WITHIN_S)
+    phase, check, says = ALSO_CAUGHT[mutant]
+    cert = certify(f"conformance.mutants.{mutant}:make", profile="ci", phases=(phase,), fail_fast=True)
+    assert not cert.passed, f"the ci profile's {phase} phase alone did not catch {mutant}"
+    assert cert.failure["phase"] == phase, cert.failure
+    if check is not None:
+        assert cert.failure["check"] == check and says in cert.failure["message"], cert.failure
 
 
 def test_each_repeat_names_a_mutant_of_the_default_run_caught_by_the_same_phase():

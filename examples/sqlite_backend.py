@@ -25,9 +25,11 @@ import collections
 import itertools
 import math
 import sqlite3
+import sys
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -92,6 +94,7 @@ class SqliteQueue:
         max_deliveries: int | None = None,
         dedup_window: int = 0,
         clock: Any = None,
+        dead_letter_limit: int = 10_000,
     ) -> None:
         # Argument errors (TypeError/ValueError) before anything is made.
         vt = VisibilityTimeout() if visibility_timeout is None else visibility_timeout
@@ -111,6 +114,10 @@ class SqliteQueue:
             raise ValueError(f"max_deliveries must be None or an int >= 1, got {max_deliveries!r}")
         if isinstance(dedup_window, bool) or not isinstance(dedup_window, int) or dedup_window < 0:
             raise ValueError(f"dedup_window must be an int >= 0, got {dedup_window!r}")
+        if isinstance(dead_letter_limit, bool) or not isinstance(dead_letter_limit, int):
+            raise TypeError(f"dead_letter_limit must be an int, got {dead_letter_limit!r}")
+        if not 0 <= dead_letter_limit <= sys.maxsize:
+            raise ValueError(f"dead_letter_limit must be from 0 (keep none) to sys.maxsize, got {dead_letter_limit!r}")
         self._store = store
         self._vt = vt
         self._clock = MonotonicClock() if clock is None else clock
@@ -118,6 +125,8 @@ class SqliteQueue:
         self._on_pause, self._on_resume = on_pause, on_resume
         self._max_deliveries = max_deliveries
         self._dedup = dedup_window
+        self._dead_limit = dead_letter_limit
+        self._dead_dropped = 0  # dead letters dropped, oldest first, to keep the limit
         self._epoch = uuid.uuid4().hex
 
         self._lock = threading.Lock()
@@ -328,6 +337,10 @@ class SqliteQueue:
         self._db.execute("DELETE FROM samples WHERE sample_id = ?", (sample_id,))
         if reason is not None:
             self._db.execute("INSERT INTO dead (ref, reason, deliveries) VALUES (?, ?, ?)", (ref, reason, deliveries))
+            (kept,) = self._db.execute("SELECT count(*) FROM dead").fetchone()
+            if kept > self._dead_limit:  # past the limit: the oldest goes, counted
+                self._db.execute("DELETE FROM dead WHERE n = (SELECT min(n) FROM dead)")
+                self._dead_dropped += 1
         if self._dedup:
             self._db.execute("INSERT INTO completed (sample_id) VALUES (?)", (sample_id,))
         self._notify_room()
@@ -371,24 +384,28 @@ class SqliteQueue:
             self._closed = True
             self._ready.notify_all()
             self._notify_room()
+            # a drained queue's reclaimer is done: stopped and joined here; an error that
+            # stopped it stays for the next stop_reclaimer (close never raises it)
+            reclaimer = self._reclaimer if self._drained() else None
+        if reclaimer is not None:
+            thread, stop, _ = reclaimer
+            stop.set()
+            if thread is not threading.current_thread():
+                thread.join()
 
     def start_reclaimer(self, interval: float | None = None) -> None:
         interval = self._vt.seconds / 4 if interval is None else _seconds("start_reclaimer(interval)", interval)
-        stop = threading.Event()  # set by stop_reclaimer
+        stop = threading.Event()  # set by stop_reclaimer, by close at the drain, when the queue is collected, and at the end
         stopped_by: list[BaseException] = []  # the error that ended the thread early, for stop_reclaimer
-        thread = threading.Thread(target=self._reclaim_every, args=(interval, stop, stopped_by), daemon=True)
+        # The thread holds the queue weakly (the reference's callback holds the event only),
+        # so a queue dropped without close() is collected and its reclaimer ends at once.
+        queue = weakref.ref(self, lambda _ref: stop.set())
+        thread = threading.Thread(target=_reclaim_every, args=(queue, interval, stop, stopped_by), daemon=True)
         with self._lock:
-            if self._reclaimer is not None:
+            if self._reclaimer is not None and not self._reclaimer[1].is_set():  # (set: stopping or ended)
                 raise RuntimeError("start_reclaimer: a reclaimer is already running; call stop_reclaimer() first")
             self._reclaimer = (thread, stop, stopped_by)
         thread.start()
-
-    def _reclaim_every(self, interval: float, stop: threading.Event, stopped_by: list[BaseException]) -> None:
-        try:
-            while not stop.wait(interval):  # the period's timer, and stop_reclaimer's signal
-                self.reclaim_expired()
-        except Exception as exc:  # a reclaim that raised (a dead-letter's scrub): kept, never lost
-            stopped_by.append(exc)
 
     def stop_reclaimer(self) -> None:
         """Stop the reclaimer and wait for it; an error that stopped it early
@@ -447,6 +464,22 @@ class SqliteQueue:
             rows = self._db.execute("SELECT ref, reason, deliveries FROM dead ORDER BY n").fetchall()
         return [DeadLetter(SampleRef.from_json(ref), reason, deliveries) for ref, reason, deliveries in rows]
 
+    def drain_dead_letters(self) -> list[DeadLetter]:
+        """The dead letters kept, oldest first, taken out of the queue (draining drops none)."""
+        with self._lock:
+            rows = self._db.execute("SELECT ref, reason, deliveries FROM dead ORDER BY n").fetchall()
+            self._db.execute("DELETE FROM dead")
+        return [DeadLetter(SampleRef.from_json(ref), reason, deliveries) for ref, reason, deliveries in rows]
+
+    @property
+    def dead_letters_dropped(self) -> int:
+        with self._lock:
+            return self._dead_dropped
+
+    @property
+    def dead_letter_limit(self) -> int:
+        return self._dead_limit
+
     # -- helpers (lock held) -------------------------------------------------------------------
 
     def _row(self, sample_id: str) -> tuple[Any, ...] | None:
@@ -483,6 +516,27 @@ class SqliteQueue:
             raise
 
 
+def _reclaim_every(
+    queue: weakref.ref[SqliteQueue], interval: float, stop: threading.Event, stopped_by: list[BaseException]
+) -> None:
+    """The reclaimer thread: a reclaim every ``interval`` (``Event.wait`` is the period's
+    timer and the stop signal), the queue held for one reclaim only; it ends once the
+    closed queue has drained (no lease left, none can come) or the queue is collected."""
+    try:
+        while not stop.wait(interval):
+            q = queue()
+            if q is None:
+                return
+            q.reclaim_expired()
+            if q.is_drained:
+                return
+            del q
+    except Exception as exc:  # a reclaim that raised (a dead-letter's scrub): kept, never lost
+        stopped_by.append(exc)
+    finally:
+        stop.set()  # ended: a new start_reclaimer may start one
+
+
 def make(store: Any, clock: Any, **config: Any) -> SqliteQueue:
     """The conformance factory: ``visibility_timeout`` arrives as seconds (a
     number) and is wrapped here; the other keys are the queue's keywords."""
@@ -491,4 +545,4 @@ def make(store: Any, clock: Any, **config: Any) -> SqliteQueue:
 
 
 # Everything docs/API.md specifies (the default, spelled out for the reader).
-make.capabilities = Capabilities()  # type: ignore[attr-defined]
+make.capabilities = Capabilities(dead_letter_limit=True)  # type: ignore[attr-defined]

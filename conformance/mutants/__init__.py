@@ -14,7 +14,9 @@ test suite certifies each mutant with that phase alone, and the tests marked
 slow with every phase, checking that the whole run stops in that phase.
 ``NAMED_CHECK`` names, for the mutants of the blocking and calls phases, the
 check that rejects each and a part of what it says; ``REPEATS`` the mutants
-whose rejection repeats another's (the tests certify them under the slow mark).
+whose rejection repeats another's (the tests certify them under the slow mark);
+``ALSO_CAUGHT`` the mutants a later phase catches too where no other mutant
+shows that phase or check failing (the tests certify each with it alone).
 """
 
 from pathlib import Path
@@ -23,12 +25,12 @@ MUTANTS = tuple(sorted(p.stem for p in Path(__file__).parent.glob("*.py") if not
 
 # The first phase of a whole ci certification (seed 0) that rejects each mutant.
 CAUGHT_BY = {
-    'abort_raise_stays_parked': 'blocking',
+    'abort_raise_stays_parked': 'calls',
     'ack_before_scrub': 'calls',
     'ack_keeps_data': 'calls',
     'acquire_clock_loses': 'calls',
     'acquire_interrupt_loses': 'calls',
-    'acquire_poll_rounded_up': 'blocking',
+    'acquire_poll_rounded_up': 'calls',
     'acquire_polls_100ms': 'blocking',
     'acquire_polls_200ms': 'blocking',
     'acquire_polls_60ms': 'blocking',
@@ -67,9 +69,9 @@ CAUGHT_BY = {
     'deadline_settle_before_count': 'calls',
     'dedup_before_scrub': 'calls',
     'dedup_casefold': 'calls',
-    'dedup_forever': 'walks',
+    'dedup_forever': 'calls',
     'dedup_joined': 'calls',
-    'dedup_short': 'walks',
+    'dedup_short': 'calls',
     'dedup_window_capped': 'calls',
     'drain_keeps_list': 'calls',
     'drain_no_wake': 'blocking',
@@ -116,7 +118,7 @@ CAUGHT_BY = {
     'put_wakes_if_empty': 'blocking',
     'reclaim_batch_1000': 'calls',
     'reclaim_by_id': 'walks',
-    'reclaim_early': 'lockstep',
+    'reclaim_early': 'calls',
     'reclaim_ms_rounded': 'calls',
     'reclaim_nan_takes_all': 'calls',
     'reclaim_no_wake': 'blocking',
@@ -127,11 +129,13 @@ CAUGHT_BY = {
     'reclaimer_default_interval': 'blocking',
     'reclaimer_error_lost': 'calls',
     'reclaimer_error_sticky': 'calls',
-    'reclaimer_idle': 'blocking',
+    'reclaimer_holds_queue': 'calls',
+    'reclaimer_idle': 'calls',
     'reclaimer_interval_zero': 'calls',
     'reclaimer_missing': 'calls',
+    'reclaimer_outlives_drain': 'calls',
     'reclaimer_start_race': 'calls',
-    'reclaimer_unstoppable': 'blocking',
+    'reclaimer_unstoppable': 'calls',
     'redis_client_clock': 'calls',
     'redis_close_per_client': 'faults',
     'redis_dedup_per_client': 'calls',
@@ -155,7 +159,7 @@ CAUGHT_BY = {
     'same_epoch': 'calls',
     'sample_ids_casefold': 'calls',
     'seconds_overflow': 'calls',
-    'stale_ack': 'walks',
+    'stale_ack': 'calls',
     'steps_skip_duplicate': 'calls',
     'uri_scheme_only': 'calls',
     'with_error_keeps_open': 'calls',
@@ -171,7 +175,6 @@ NAMED_CHECK = {
     "blocking_put_no_wake": ("acquire-woken-by-blocking-put", "was still blocked 1.0 s after put_blocks_until_below('w0', poll_interval=30.0) (nothing paused: admitted at once) returned"),
     "requeue_wakes_if_empty": ("acquire-each-woken-by-fails", "was still blocked 1.0 s after fail(lease of 'w0') then fail(lease of 'w1') returned"),
     "reclaim_wakes_one": ("acquire-each-woken-by-reclaim", "was still blocked 1.0 s after reclaim_expired() of two leases returned"),
-    "abort_raise_stays_parked": ("put-abort-when", "the blocked producers raised (one PutAborted, one the KeyboardInterrupt its abort_when raised), but parked_bytes is 18, not 0"),
     "interrupt_stays_parked": ("put-abort-when", "the blocked producers raised (one PutAborted, one the KeyboardInterrupt its abort_when raised), but parked_bytes is 18, not 0"),
     "pending_counts_parked": ("put-abort-when", "two producers are blocked in put_blocks_until_below, their refs parked, and pending_count() is 2, not 0"),
     "cap_dead_letter_no_wake": ("acquire-woken-at-the-cap", "was still blocked 1.0 s after fail(lease of 'w0') at max_deliveries=1, which dead-letters the sample and drains the closed queue returned"),
@@ -185,15 +188,12 @@ NAMED_CHECK = {
     "resume_wakes_one": ("put-all-woken-by-resume", "without abort_when was still blocked 1.0 s after put_blocks_until_below('p3', abort_when=lambda: True), the step that resumed"),
     "dead_letter_no_room_wake": ("put-woken-by-dead-letter", "without abort_when was still blocked 1.0 s after dead_letter(lease of 'big', 'kit'), which brought residency to low, returned"),
     "close_wakes_one_producer": ("put-woken-by-close", "was still blocked 1.0 s after close() returned"),
-    "acquire_poll_rounded_up": ("acquire-times-out", "acquire(poll_interval=0.2) returned None 1.0"),
     "backpressure_needs_abort_when": ("put-pauses-and-resumes", "without abort_when returned None after 0.0"),
     "close_ignored_by_producer": ("put-woken-by-close", "without abort_when was still blocked 1.0 s after close() returned"),
     "put_lost_wakeup": ("put-inf-no-lost-wakeup", "put_blocks_until_below('small', poll_interval=math.inf, abort_when=...) was still blocked 1.0 s after ack(lease of 'big') returned: that call landed after the producer's step that paused and before its wait"),
     "callback_under_lock": ("callbacks-outside-locks", "inside on_pause, another thread's pending_count() did not return within 1.0 s: on_pause runs with a queue or store lock held"),
     "callbacks_overlap": ("callbacks-in-order", "on_pause was called while on_resume was still running in another thread (calls then: ['pause', 'resume', 'pause'])"),
     "callback_swallowed": ("callback-errors-propagate", "on_pause raised an exception and the caller of put_blocks_until_below('small', abort_when=lambda: True) got PutAborted"),
-    "reclaimer_idle": ("reclaimer-reclaims", "start_reclaimer(0.01) with the clock past the only lease's deadline reclaimed nothing within 50 of its intervals (0.5 s;"),
-    "reclaimer_unstoppable": ("reclaimer-stops", "after stop_reclaimer() returned, the next expired lease was reclaimed within 10 reclaimer intervals (0.1 s;"),
     "acquire_timer_restarts": ("acquire-times-out-busy", "s past its poll interval and past the bound of 0.05 s, while, from half its interval on, a ref was put through the other client every 0.025 s and taken back with acquire_nowait() the moment it was pending, until the kit had taken one (1 put), so a put woke it to find nothing (in each of 3 attempts)"),
     "reclaimer_default_interval": ("reclaimer-default-interval", "start_reclaimer() with no interval, on a queue whose visibility timeout is 2.0 s, had not reclaimed the expired lease on 'r0' 0.75 s after start_reclaimer() returned"),
     "parked_bytes_count": ("put-abort-when", "two producers are blocked in put_blocks_until_below (each has consulted abort_when() twice, so each has parked its ref), but parked_bytes is 2, not 36 ('small' 18 + 'other' 18 bytes)"),
@@ -206,6 +206,8 @@ NAMED_CHECK = {
     "park_before_abort_when": ("one-step-parks-nothing", "consulted abort_when() the first time, parked_bytes was 18, not 0"),
     "steps_skip_duplicate": ("put-duplicate-while-blocked", "the same ref put meanwhile by a plain put(), returned None once the ack freed room"),
     "counts_unlocked": ("reads-while-busy", "reads of the counts: outstanding_count()"),
+    "reclaimer_holds_queue": ("reclaimer-ends", "a queue dropped without close() after start_reclaimer(0.01)"),
+    "reclaimer_outlives_drain": ("reclaimer-ends", "close() of a drained queue returned with its reclaimer's thread"),
     "health_fails_open": ("put-health-fails", "returned None although store.health() raised"),
     "dedup_before_scrub": ("scrub-fails-keeps-windows", "put('w0') again (completed by ack just before) after ack(lease of 's0') whose scrub raised"),
     "dead_letter_room_before_scrub": ("scrub-fails-keeps-windows", "dead_letters() and dead_letters_dropped went from ([('w1', 'poison')], 0) to ([], 1)"),
@@ -254,6 +256,14 @@ NAMED_CHECK = {
     "epoch_from_id": ("two-queues-one-store", "queues made one after another, each dropped before the next, have"),
     "seconds_overflow": ("durations-above-max", "extend(lease, 10**400) raised OverflowError"),
     "reclaimer_start_race": ("reclaimers-started-at-once", "4 threads called start_reclaimer(60.0) at once on a queue with no reclaimer (round "),
+    "abort_raise_stays_parked": ("put-duplicate-while-blocked", "raised DuplicateSample, parked_bytes is 18, not 0"),
+    "acquire_poll_rounded_up": ("durations-above-max", "acquire(poll_interval=10**400) raised OverflowError"),
+    "dedup_forever": ("dedup-window-large", "after 600 newer ids completed (it left the dedup window) raised ReplayedSample"),
+    "dedup_short": ("scrub-fails-keeps-windows", "the failed ack committed nothing, so the window still holds 'w0' returned None"),
+    "reclaim_early": ("reclaim-sub-ms", "0.3 ms before the deadline 130.0004 of the only lease, returned 1"),
+    "stale_ack": ("lease-ids-many", "ack of the first lease on 'w' (lease_id 1), stale 65599 leases ago, did not return False"),
+    "reclaimer_idle": ("reclaimer-error-kept", "had not tried to scrub its sample within 5.0 s"),
+    "reclaimer_unstoppable": ("reclaimer-error-kept", "stop_reclaimer() returned normally after the background reclaimer's reclaim raised"),
     "orphan_limit": ("orphans-collected", "store.scrub of the orphan 'o3' (the 4th collected, 18 bytes) returned True, but health() went from 360 bytes in 11 samples to 360 in 11"),
 }
 
@@ -274,16 +284,25 @@ REPEATS = {
     "deadline_heap_1000": "fail_to_head",  # calls: deadline-soak
     "lease_recycled": "lease_ids_from_0",  # calls: lease-ids-from-1
     "reclaim_batch_1000": "pending_capped",  # calls: pending-many
-    "abort_raise_stays_parked": "interrupt_stays_parked",  # blocking: put-abort-when
     "redis_loss_undetected": "redis_unfenced_after_restart",  # faults: restart-lossy
     "duplicate_put": "put_duplicate_race",  # calls: put-duplicate-concurrent (before the threads phase's histories)
     "health_torn": "reclaim_snapshot",  # threads: a history that is not linearizable
     "pause_flag_race": "no_band",  # threads: a history that is not linearizable
-    "extend_stale": "stale_ack",  # walks: a divergence from the model on a stale lease
-    "dedup_short": "dedup_forever",  # walks: a divergence from the model on a re-put
-    "early_terminal_none": "stale_ack",  # walks: a divergence from the model
+    "early_terminal_none": "extend_stale",  # walks: a divergence from the model
     "dead_letters_sorted": "dead_letters_cap_100",  # calls: dead-letters-kept (before the walks diverge on dead letters)
     "put_poll_zero": "reclaimer_interval_zero",  # calls: durations-not-positive
     "lease_json_ms_deadline": "lease_json_no_bytes",  # calls: json-round-trip
     "lease_json_bytes_latin1": "lease_json_no_bytes",  # calls: json-round-trip
+}
+
+# Mutants that a later phase catches too, though an earlier one stops a whole run first
+# (a stronger check came later in the kit's life), where no other mutant shows that the
+# later phase, or its check, can fail: the phase, and for the blocking phase the check and
+# a part of what it says.  conformance/test_mutants.py certifies each with that phase
+# alone (the lockstep phase's only mutant is reclaim_early).
+ALSO_CAUGHT = {
+    "acquire_poll_rounded_up": ("blocking", "acquire-times-out", 'acquire(poll_interval=0.2) returned None 1.0'),
+    "reclaim_early": ("lockstep", None, None),
+    "reclaimer_idle": ("blocking", "reclaimer-reclaims", "start_reclaimer(0.01) with the clock past the only lease's deadline reclaimed nothing within 50 of its intervals (0.5 s;"),
+    "reclaimer_unstoppable": ("blocking", "reclaimer-stops", 'after stop_reclaimer() returned, the next expired lease was reclaimed within 10 reclaimer intervals (0.1 s;'),
 }

@@ -42,6 +42,7 @@ import sys
 import threading
 import time
 import uuid
+import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -520,6 +521,14 @@ class BaseQueue:
             self._closed = True
             self._ready.notify_all()
             self._wake_producers("close")
+            # A drained queue's reclaimer has nothing left to do: stopped and joined now; its
+            # error, if one stopped it, stays for the next stop_reclaimer (close never raises it).
+            reclaimer = self._reclaimer if self._drained() else None
+        if reclaimer is not None:
+            thread, stop, _ = reclaimer
+            stop.set()
+            if thread is not threading.current_thread():
+                thread.join()
 
     def __enter__(self) -> BaseQueue:
         return self
@@ -587,22 +596,28 @@ class BaseQueue:
 
     def start_reclaimer(self, interval: float | None = None) -> None:
         interval = self._vt.seconds / 4 if interval is None else _check_seconds("start_reclaimer(interval)", interval)
-        stop = threading.Event()  # set by stop_reclaimer
+        stop = threading.Event()  # set by stop_reclaimer, by close at the drain, when the queue is collected, and at the end
         stopped_by: list[BaseException] = []  # the error that ended the thread early, if any
-        thread = threading.Thread(target=self._reclaim_every, args=(interval, stop, stopped_by), daemon=True)
+        thread = self._reclaimer_thread(interval, stop, stopped_by)
         with self._lock:
-            if self._reclaimer is not None:
+            if self._reclaimer is not None and not self._reclaimer[1].is_set():  # (set: stopping or ended)
                 raise RuntimeError("start_reclaimer: a reclaimer is already running; call stop_reclaimer() first")
             self._reclaimer = (thread, stop, stopped_by)
         thread.start()
 
-    def _reclaim_every(self, interval: float, stop: threading.Event, stopped_by: list[BaseException]) -> None:
-        # Event.wait is the period's timer here, and stop_reclaimer's signal.
-        try:
-            while not stop.wait(interval):
-                self.reclaim_expired()
-        except Exception as exc:  # kept for stop_reclaimer, which raises it
-            stopped_by.append(exc)
+    def _reclaimer_thread(self, interval: float, stop: threading.Event, stopped_by: list[BaseException]) -> threading.Thread:
+        """The reclaimer's thread, not started.  It holds this queue weakly (the
+        reference's callback holds ``stop`` only): a queue dropped without
+        ``close()`` is collected, and its reclaimer ends at once."""
+        queue = weakref.ref(self, lambda _ref: stop.set())
+        return threading.Thread(target=_reclaim_every, args=(queue, interval, stop, stopped_by), daemon=True)
+
+    def _reclaim_tick(self) -> bool:
+        """One pass of the background reclaimer; whether it goes on (not once
+        the closed queue has drained: no lease is left, none can come)."""
+        self.reclaim_expired()
+        with self._lock:
+            return not self._drained()
 
     def stop_reclaimer(self) -> None:
         with self._lock:
@@ -613,6 +628,23 @@ class BaseQueue:
             thread.join()
             if stopped_by:
                 raise RuntimeError(f"the reclaimer stopped early: {stopped_by[0]!r}") from stopped_by[0]
+
+
+def _reclaim_every(
+    queue: weakref.ref[BaseQueue], interval: float, stop: threading.Event, stopped_by: list[BaseException]
+) -> None:
+    """The reclaimer thread: a tick every ``interval`` (``Event.wait`` is the
+    period's timer and the stop signal), holding the queue for one tick only."""
+    try:
+        while not stop.wait(interval):
+            q = queue()
+            if q is None or not q._reclaim_tick():
+                return
+            del q
+    except Exception as exc:  # kept for stop_reclaimer, which raises it
+        stopped_by.append(exc)
+    finally:
+        stop.set()  # ended: a new start_reclaimer may start one
 
 
 def factory(cls: type[BaseQueue], *, make_store: Callable[[], Any] | None = None) -> Callable[..., BaseQueue]:

@@ -9,12 +9,11 @@ from conformance.mutants._base import BaseQueue, factory
 
 
 class ReclaimerErrorLost(BaseQueue):
-    def _reclaim_every(self, interval, stop, stopped_by):
-        while not stop.wait(interval):
-            try:
-                self.reclaim_expired()
-            except Exception:
-                return  # ... and stopped_by is never told
+    def _reclaim_tick(self):
+        try:
+            return super()._reclaim_tick()
+        except Exception:
+            return False  # ... the thread ends, and stop_reclaimer is never told
 
 
 make = factory(ReclaimerErrorLost)

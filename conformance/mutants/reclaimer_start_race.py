@@ -14,7 +14,7 @@ class ReclaimerStartRace(BaseQueue):
     def start_reclaimer(self, interval=None):
         interval = self._vt.seconds / 4 if interval is None else _check_seconds("start_reclaimer(interval)", interval)
         stop, stopped_by = threading.Event(), []
-        thread = threading.Thread(target=self._reclaim_every, args=(interval, stop, stopped_by), daemon=True)
+        thread = self._reclaimer_thread(interval, stop, stopped_by)
         with self._lock:
             if self._reclaimer is not None:
                 raise RuntimeError("start_reclaimer: a reclaimer is already running; call stop_reclaimer() first")

@@ -43,6 +43,7 @@ The phases, in the order they run (each module ``refqueue.conformance.NAME``):
                   reclaim's dead-letter scrub, the clock under acquire,
                   extend and reclaim, and the background reclaimer's
                   reclaim, raising),
+                  ``calls_reclaimer`` (when the reclaimer's thread ends),
                   ``calls_puts`` (the steps of a blocking put: a one-step
                   call parks nothing, every step validates the ref),
                   ``calls_clock`` (deadlines under a millisecond apart, a

@@ -132,6 +132,10 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     ``refqueue.conformance.calls_clock`` (deadlines less than a millisecond
     apart; a clock that reads NaN; a lease re-leased while extend reads the
     clock), which says what each checks.
+``reclaimer-ends``
+    ``refqueue.conformance.calls_reclaimer`` (when the reclaimer's thread
+    ends: at a drained queue's close, at a closed queue's drain, when its
+    queue is dropped), which says what it checks.
 ``one-step-parks-nothing``, ``put-duplicate-while-blocked``
     ``refqueue.conformance.calls_puts`` (the steps of a blocking put: a
     one-step call parks nothing; every step validates the ref), which says
@@ -146,7 +150,7 @@ a check (a call it lacks, a store that refused the check's data) fails that
 check, naming the call and the exception (``refqueue.conformance.crash``).  The checks are ``NAMED_CHECKS``, run in
 that order by ``check_calls``; a failure's replay runs the failing check again.
 
-Imports: ``calls_inputs``, ``calls_leases``, ``calls_many``, ``calls_puts``, ``calls_scale``,
+Imports: ``calls_inputs``, ``calls_leases``, ``calls_many``, ``calls_puts``, ``calls_reclaimer``, ``calls_scale``,
 ``calls_state``, ``calls_clock`` and ``calls_failures`` (the checks kept there), ``probe``
 (the queue each check makes), ``harness`` (the soak), ``samples``,
 ``render``.
@@ -173,6 +177,7 @@ from refqueue.conformance.calls_leases import (
     altered_epoch, json_round_trip, lease_fields, lease_id_below_1, lease_id_not_int, lease_ids_from_1,
     lease_json_hostile, leases_across_clients, two_queues_one_store,
 )  # fmt: skip
+from refqueue.conformance.calls_reclaimer import reclaimer_ends
 from refqueue.conformance.calls_puts import one_step_parks_nothing, put_duplicate_while_blocked
 from refqueue.conformance.calls_many import (
     BACKLOG, BUSY_READS, DEDUP_LARGE, KEPT, LIMIT, PUT_ROUNDS, PUTTERS, START_ROUNDS, dead_letter_limit,
@@ -570,6 +575,11 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Check(
         "reclaimers-started-at-once", f"{PUTTERS} threads call start_reclaimer() at once, {START_ROUNDS} rounds: "
         "exactly one starts, the others raise RuntimeError", reclaimers_started_at_once, ("reclaimer",),
+    ),
+    Check(
+        "reclaimer-ends", "the reclaimer's thread has ended when close() of a drained queue returns, ends by itself "
+        "once a closed queue drains, and ends when its queue is dropped without close() (held weakly)",
+        reclaimer_ends, ("reclaimer",),
     ),
     Check(
         "reads-while-busy", f"while a thread takes, acks and puts ({BACKLOG} pending), another makes {BUSY_READS} reads of "
