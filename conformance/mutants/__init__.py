@@ -60,6 +60,7 @@ CAUGHT_BY = {
     'dead_letter_limit_zero_keeps_all': 'calls',
     'dead_letter_no_room_wake': 'blocking',
     'dead_letter_reason_any': 'calls',
+    'dead_letter_reason_surrogate': 'calls',
     'dead_letter_reason_trimmed': 'calls',
     'dead_letter_room_before_scrub': 'calls',
     'dead_letters_cap_100': 'calls',
@@ -264,6 +265,7 @@ NAMED_CHECK = {
     "stale_ack": ("lease-ids-many", "ack of the first lease on 'w' (lease_id 1), stale 65599 leases ago, did not return False"),
     "reclaimer_idle": ("reclaimer-error-kept", "had not tried to scrub its sample within 5.0 s"),
     "reclaimer_unstoppable": ("reclaimer-error-kept", "stop_reclaimer() returned normally after the background reclaimer's reclaim raised"),
+    "dead_letter_reason_surrogate": ("dead-letter-reason", "docs/API.md: a reason holding a lone surrogate has no UTF-8 form and is a ValueError"),
     "orphan_limit": ("orphans-collected", "store.scrub of the orphan 'o3' (the 4th collected, 18 bytes) returned True, but health() went from 360 bytes in 11 samples to 360 in 11"),
 }
 

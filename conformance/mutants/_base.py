@@ -488,14 +488,23 @@ class BaseQueue:
     def dead_letter(self, lease: Lease, reason: str) -> bool:
         with self._lock:
             self._check_lease("dead_letter", lease)
-            if not isinstance(reason, str) or not reason:
-                raise ValueError(f"dead_letter needs a non-empty reason str, got {reason!r}")
+            self._check_reason(reason)
             entry = self._live(lease)
             if entry is None:
                 return False
             self._finish(entry, reason)
             entry.lease, entry.deadline = None, None
             return True
+
+    @staticmethod
+    def _check_reason(reason: object) -> None:
+        """A dead letter's reason: a non-empty str with a UTF-8 form (no lone surrogate)."""
+        if not isinstance(reason, str) or not reason:
+            raise ValueError(f"dead_letter needs a non-empty reason str, got {reason!r}")
+        try:
+            reason.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"dead_letter reason {reason!r} holds a lone surrogate: it has no UTF-8 form") from None
 
     def extend(self, lease: Lease, seconds: float | None = None) -> bool:
         with self._lock:

@@ -474,7 +474,7 @@ NAMED_CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "dead-letter-reason", "dead_letter refuses a reason that is no non-empty str (42, None, bytes, a list) with "
-        "TypeError/ValueError; nothing changes; one with no UTF-8 form (a lone surrogate) is refused so, or kept exactly", dead_letter_reason, ("dead_letter",),
+        "TypeError/ValueError; nothing changes; one with no UTF-8 form (a lone surrogate) is refused so too", dead_letter_reason, ("dead_letter",),
     ),
     Check(
         "dead-letter-reasons-kept", "dead_letters() lists each reason exactly as given: one letter, spaces at the "
