@@ -29,6 +29,7 @@ CAUGHT_BY = {
     'ack_before_scrub': 'calls',
     'ack_keeps_data': 'calls',
     'acquire_clock_loses': 'calls',
+    'acquire_default_poll_1s': 'calls',
     'acquire_interrupt_loses': 'calls',
     'acquire_poll_rounded_up': 'calls',
     'acquire_polls_100ms': 'blocking',
@@ -48,9 +49,11 @@ CAUGHT_BY = {
     'close_drops_pending': 'calls',
     'close_ignored_by_producer': 'blocking',
     'close_no_wake': 'blocking',
+    'close_raises_reclaimer_error': 'calls',
     'close_stops_reclaimer': 'blocking',
     'close_wakes_one': 'blocking',
     'close_wakes_one_producer': 'blocking',
+    'closed_leaves_parked': 'blocking',
     'copy_not_acking': 'calls',
     'counts_unlocked': 'calls',
     'dead_letter_drain_no_wake': 'blocking',
@@ -58,6 +61,7 @@ CAUGHT_BY = {
     'dead_letter_limit_drops_newest': 'calls',
     'dead_letter_limit_int32': 'construction',
     'dead_letter_limit_zero_keeps_all': 'calls',
+    'dead_letter_mutable': 'calls',
     'dead_letter_no_room_wake': 'blocking',
     'dead_letter_reason_any': 'calls',
     'dead_letter_reason_surrogate': 'calls',
@@ -91,6 +95,7 @@ CAUGHT_BY = {
     'foreign_accepted': 'calls',
     'health_fails_open': 'calls',
     'health_torn': 'threads',
+    'inf_by_identity': 'calls',
     'interrupt_stays_parked': 'blocking',
     'json_drops_redelivery': 'calls',
     'lease_default_timeout': 'calls',
@@ -163,7 +168,9 @@ CAUGHT_BY = {
     'stale_ack': 'calls',
     'steps_skip_duplicate': 'calls',
     'uri_scheme_only': 'calls',
+    'with_closes_store': 'calls',
     'with_error_keeps_open': 'calls',
+    'with_starts_reclaimer': 'calls',
 }
 
 # The check of its phase (CAUGHT_BY: blocking or calls) that rejects each of these
@@ -198,6 +205,7 @@ NAMED_CHECK = {
     "acquire_timer_restarts": ("acquire-times-out-busy", "s past its poll interval and past the bound of 0.05 s, while, from half its interval on, a ref was put through the other client every 0.025 s and taken back with acquire_nowait() the moment it was pending, until the kit had taken one (1 put), so a put woke it to find nothing (in each of 3 attempts)"),
     "reclaimer_default_interval": ("reclaimer-default-interval", "start_reclaimer() with no interval, on a queue whose visibility timeout is 2.0 s, had not reclaimed the expired lease on 'r0' 0.75 s after start_reclaimer() returned"),
     "parked_bytes_count": ("put-abort-when", "two producers are blocked in put_blocks_until_below (each has consulted abort_when() twice, so each has parked its ref), but parked_bytes is 2, not 36 ('small' 18 + 'other' 18 bytes)"),
+    "closed_leaves_parked": ("put-woken-by-close", "the blocked producers raised QueueClosed, but parked_bytes is 36, not 0"),
     "callback_interrupt_sticks": ("callback-interrupted", "on_pause/on_resume were called ['pause'], not ['pause', 'resume']: a callback that raised KeyboardInterrupt"),
     "callbacks_dropped_on_error": ("callbacks-after-an-error", "on_pause/on_resume were called ['pause'], not ['pause', 'resume']: the resume was never reported"),
     # the calls phase
@@ -266,6 +274,12 @@ NAMED_CHECK = {
     "reclaimer_idle": ("reclaimer-error-kept", "had not tried to scrub its sample within 5.0 s"),
     "reclaimer_unstoppable": ("reclaimer-error-kept", "stop_reclaimer() returned normally after the background reclaimer's reclaim raised"),
     "dead_letter_reason_surrogate": ("dead-letter-reason", "docs/API.md: a reason holding a lone surrogate has no UTF-8 form and is a ValueError"),
+    "close_raises_reclaimer_error": ("reclaimer-error-kept", "close() of the drained queue whose reclaimer an error stopped (docs/API.md: close() never raises that error) raised RuntimeError"),
+    "with_starts_reclaimer": ("with-queue", "start_reclaimer() inside the with block (docs/API.md: `with queue:` starts nothing on entry) raised RuntimeError"),
+    "with_closes_store": ("with-queue", "store.put('b') raised StoreClosed"),
+    "inf_by_identity": ("acquire-poll-inf", "acquire(poll_interval=float('inf')) with 'b' pending raised ValueError"),
+    "acquire_default_poll_1s": ("acquire-poll-inf", "acquire() on an empty open queue returned None after 1."),
+    "dead_letter_mutable": ("dead-letters-copied", "a caller set the reason of the dead letter dead_letters() returned (MutableDeadLetter)"),
     "orphan_limit": ("orphans-collected", "store.scrub of the orphan 'o3' (the 4th collected, 18 bytes) returned True, but health() went from 360 bytes in 11 samples to 360 in 11"),
 }
 

@@ -84,7 +84,8 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     of ``ack``: a dead-letter frees the sample's bytes and wakes the producer.
 ``put-woken-by-close``
     the same blocked producer and a second one blocked beside it both raise
-    ``QueueClosed`` within the bound of ``close()``, their refs not enqueued.
+    ``QueueClosed`` within the bound of ``close()``, their refs not enqueued
+    and no longer parked (``parked_bytes`` 0).
 ``put-abort-when``
     the same producer, with ``abort_when`` and a poll interval of half the
     bound, keeps waiting while ``abort_when()`` is false and raises

@@ -136,7 +136,7 @@ NAMED_CHECKS: tuple[Check, ...] = (
     Wakeup(
         "put-woken-by-close",
         "two producers blocked in put_blocks_until_below raise QueueClosed within the bound of close(); their refs are "
-        "not enqueued",
+        "not enqueued, nothing stays parked",
         producers.put_woken_by_close,
     ),
     Wakeup(

@@ -140,6 +140,14 @@ def put_woken_by_close(attempt: Attempt) -> float:
     pending = qq.ask("pending_count()", qq.q.pending_count)
     if pending != 0:
         raise Failed(f"the blocked producers raised QueueClosed, but pending_count() is {pending}: a ref was enqueued")
+    if hasattr(type(qq.q), "parked_bytes"):
+        parked = qq.ask("parked_bytes", lambda: qq.q.parked_bytes)
+        if parked != 0:
+            raise Failed(
+                f"the blocked producers raised QueueClosed, but parked_bytes is {parked!r}, not 0; docs/API.md: a "
+                f"waiting producer's ref stays parked until its call returns or raises for any reason, QueueClosed "
+                f"included (D8)"
+            )
     return latency
 
 

@@ -7,17 +7,22 @@ the backend, bounded in time, and compares what it sees with docs/API.md
 (and, for the soak, with the reference model through the ``Harness``):
 
 ``acquire-poll-inf``
-    ``acquire(poll_interval=math.inf)`` returns a pending ref's lease at once,
-    and ``None`` on a closed, drained queue (each call runs in a thread
-    joined with a timeout of ``WITHIN`` seconds: a call that hangs fails).
+    ``acquire(poll_interval=math.inf)`` returns a pending ref's lease at once
+    (so does ``float("inf")``, an infinity equal to it but not the same
+    object), and ``None`` on a closed, drained queue (each call runs in a
+    thread joined with a timeout of ``WITHIN`` seconds: a call that hangs
+    fails); ``acquire()`` with its default poll interval (0.05 s) answers
+    ``None`` on an empty open queue within ``DEFAULT_POLL_WITHIN`` seconds.
 ``reclaimer-twice``
     ``start_reclaimer()`` twice: the second raises ``RuntimeError`` (one
     runs); ``stop_reclaimer()`` stops it, a second ``stop_reclaimer()`` is a
     no-op, and a new ``start_reclaimer()`` then starts one (then stopped).
 ``with-queue``
-    ``with queue as q:`` gives the queue itself; on exit the queue is closed,
-    its reclaimer stopped (``start_reclaimer()`` starts one again) and the
-    store still open (``store.health()`` answers); a block that raises
+    ``with queue as q:`` gives the queue itself and starts nothing on entry
+    (a ``start_reclaimer()`` inside the block starts one); on exit the queue
+    is closed, its reclaimer stopped (``start_reclaimer()`` starts one
+    again) and the store still open (``store.health()`` answers, a sample
+    put and scrubbed); a block that raises
     closes the queue and stops its reclaimer too, its exception let through.
 ``lease-epoch-empty`` / ``lease-epoch-altered``
     a copy of a live lease whose ``epoch`` was set (``object.__setattr__``) to
@@ -47,7 +52,8 @@ the backend, bounded in time, and compares what it sees with docs/API.md
     (where ``dead_letter`` is declared) after one ``dead_letter``, a caller
     appends to and clears the list ``dead_letters()`` returned; the next
     ``dead_letters()`` still lists that one dead letter: the queue handed
-    out a copy, not its own list.
+    out a copy, not its own list.  The letter itself is frozen: setting its
+    ``reason`` raises ``AttributeError`` and ``hash()`` of it answers.
 ``lease-id-not-int``
     the same with ``lease_id`` set to ``True`` (equal to the live id 1), a
     float or an ``int`` subclass: ``TypeError``, nothing changes.
@@ -198,6 +204,7 @@ from refqueue.conformance.session import open_clients
 __all__ = ["CHECKS", "NAMED_CHECKS", "PHASE", "SOAK", "WITHIN", "CallsReport", "ScrubSwitch", "check_calls"]
 
 SOAK = 1200  # leases outstanding at once in the deadline soak
+DEFAULT_POLL_WITHIN = 0.5  # seconds an acquire() with the default poll interval (0.05 s) may take to answer None
 CallsReport = ChecksReport
 
 
@@ -214,11 +221,29 @@ def _acquire_poll_inf(backend: Backend) -> int:
             raise Failed(f"acquire(poll_interval=math.inf) with 'a' pending returned {lease!r}; expected a lease on 'a'")
         if qq.call("ack(lease)", lambda: qq.q.ack(lease)) is not True:
             raise Failed("ack of the lease acquire(poll_interval=math.inf) returned did not return True")
+        # an infinity made at run time (float("inf"), numpy.inf, 1e308 * 10) is math.inf by value, not by identity
+        inf = float("inf")
+        ref = qq.ref("b")
+        qq.call("put('b')", lambda: qq.q.put(ref))
+        lease = bounded("acquire(poll_interval=float('inf')) with 'b' pending", lambda: qq.q.acquire(poll_interval=inf))
+        if lease is None or lease.ref.sample_id != "b":
+            raise Failed(f"acquire(poll_interval=float('inf')) with 'b' pending returned {lease!r}; expected a lease on "
+                         f"'b' (docs/API.md: the poll intervals take math.inf, any float equal to it)")
+        qq.call("ack(lease of 'b')", lambda: qq.q.ack(lease))
+        # the default poll interval (docs/API.md: acquire(poll_interval=0.05)): an empty open queue answers None soon
+        started = time.monotonic()
+        got = bounded("acquire() on an empty open queue", qq.q.acquire)
+        waited = time.monotonic() - started
+        if got is not None:
+            raise Failed(f"acquire() on an empty open queue returned {got!r}; expected None after its poll interval")
+        if waited > DEFAULT_POLL_WITHIN:
+            raise Failed(f"acquire() on an empty open queue returned None after {waited:.2f} s; docs/API.md: its "
+                         f"poll_interval defaults to 0.05 s (judged with a bound of {DEFAULT_POLL_WITHIN} s)")
         qq.call("close()", qq.q.close)
         got = bounded("acquire(poll_interval=math.inf) on a closed, drained queue", lambda: qq.q.acquire(poll_interval=math.inf))
         if got is not None:
             raise Failed(f"acquire(poll_interval=math.inf) on a closed, drained queue returned {got!r}; expected None")
-        return qq.calls + 2
+        return qq.calls + 4
     finally:
         qq.close()
 
@@ -250,18 +275,25 @@ def _with_queue(backend: Backend) -> int:
     try:
         if not hasattr(type(qq.q), "__enter__") or not hasattr(type(qq.q), "__exit__"):
             raise Failed(f"{type(qq.q).__name__} has no __enter__/__exit__; docs/API.md: `with queue as q:` closes it")
-        qq.call("start_reclaimer()", qq.q.start_reclaimer)
         ref = qq.ref("a")
         with qq.q as entered:
             if entered is not qq.q:
                 raise Failed(f"`with queue as q:` bound q to {entered!r}, not the queue")
             if qq.q.is_closed:
                 raise Failed("`with queue as q:` closed the queue on entry; it starts and closes nothing on entry")
+            if qq.caps.reclaimer:  # nothing was started on entry: the user's own reclaimer starts
+                qq.call("start_reclaimer() inside the with block (docs/API.md: `with queue:` starts nothing on entry)",
+                        qq.q.start_reclaimer)
             qq.call("put('a') inside the with block", lambda: qq.q.put(ref))
         qq.calls += 1
         if not qq.q.is_closed:
             raise Failed("after `with queue:` exited, is_closed is False; the exit closes the queue")
         qq.call("store.health() after `with queue:` exited (the store stays open)", qq.store.health)
+        orphan = qq.ref("b")  # a store closed behind the user's back refuses a put (health() may still answer)
+        if qq.call("store.scrub(a sample put after `with queue:` exited; the store stays open)",
+                   lambda: qq.store.scrub(orphan)) is not True:
+            raise Failed("store.scrub of a sample put after `with queue:` exited did not return True; the exit closes "
+                         "the queue, never the store")
         if qq.q.pending_count() != 1:
             raise Failed(f"after `with queue:` exited, pending_count() is {qq.q.pending_count()}; close drops nothing")
         qq.call("start_reclaimer() after `with queue:` exited (the exit stopped the reclaimer)", qq.q.start_reclaimer)
@@ -397,6 +429,24 @@ def _deadline_soak(backend: Backend) -> int:
         h.dispose()
 
 
+def _frozen(letter: Any) -> None:
+    """A dead letter is a frozen dataclass (docs/API.md): a caller can neither
+    change it (nor so the queue's record) nor fail to hash it."""
+    try:
+        object.__getattribute__(letter, "reason")
+        setattr(letter, "reason", "changed by the kit")
+    except AttributeError:  # FrozenInstanceError, or a read-only attribute: as documented
+        pass
+    else:
+        raise Failed(f"a caller set the reason of the dead letter dead_letters() returned ({type(letter).__name__}); "
+                     f"docs/API.md: DeadLetter(ref, reason, deliveries) is a frozen dataclass, its fields read-only")
+    try:
+        hash(letter)
+    except TypeError as exc:
+        raise Failed(f"hash() of the dead letter dead_letters() returned raised TypeError: {exc}; docs/API.md: "
+                     f"DeadLetter is a frozen dataclass (hashable)") from exc
+
+
 def _dead_letters_copied(backend: Backend) -> int:
     qq = Probe(backend)
     try:
@@ -406,6 +456,7 @@ def _dead_letters_copied(backend: Backend) -> int:
         listed = qq.call("dead_letters()", qq.q.dead_letters)
         if len(listed) != 1:
             raise Failed(f"dead_letters() after one dead_letter returned {listed!r}; it should list that one")
+        _frozen(listed[0])
         try:  # what a caller may do with the list it was given
             listed.append(listed[0])
             listed.clear()

@@ -26,7 +26,10 @@ last).  ``refqueue.conformance.calls`` lists them after its own:
     is kept and raised by the next ``stop_reclaimer()``, never lost), and
     the lease is still out; the store scrubbing again, a reclaim by hand
     dead-letters it, and a new reclaimer, started and stopped, raises
-    nothing (the old error was raised by the *next* stop only).
+    nothing (the old error was raised by the *next* stop only).  Then on a
+    fresh queue: the same error, a reclaim by hand that drains the queue,
+    ``close()``, which must return normally, and ``stop_reclaimer()``, which
+    must raise it.
 ``put-health-fails``
     (where ``put_blocks_until_below`` takes ``abort_when``) on a queue with
     watermarks, a one-step blocking put whose store's ``health()`` raises:
@@ -254,8 +257,45 @@ def reclaimer_error_kept(backend: Backend) -> int:
                 lambda: qq.q.start_reclaimer(RECLAIMER_INTERVAL))
         qq.call("stop_reclaimer() of the new reclaimer, which met no error (the old error was raised once)",
                 qq.q.stop_reclaimer)
-        return qq.calls
+        return qq.calls + _error_kept_through_close(backend)
     finally:
+        qq.close()
+
+
+def _error_kept_through_close(backend: Backend) -> int:
+    """The reclaimer stopped by its error; the queue then drained and closed:
+    ``close()`` returns normally (it never raises the error) and the next
+    ``stop_reclaimer()`` raises it."""
+    qq, store = scrub_switch_probe(backend, max_deliveries=1, visibility_timeout=VISIBILITY)
+    quiet = logging.NullHandler()
+    logging.getLogger("refqueue").addHandler(quiet)
+    try:
+        qq.leased("c0")
+        qq.clock.advance(VISIBILITY + 1.0)
+        store.failing = True
+        try:
+            qq.call(f"start_reclaimer({RECLAIMER_INTERVAL})", lambda: qq.q.start_reclaimer(RECLAIMER_INTERVAL))
+            if not store.refused.wait(WITHIN):
+                raise Failed(f"start_reclaimer({RECLAIMER_INTERVAL}) with the only lease past its deadline at "
+                             f"max_deliveries=1 had not tried to scrub its sample within {WITHIN} s")
+        finally:
+            store.failing = False
+        if qq.call("reclaim_expired() by hand, the store scrubbing", qq.q.reclaim_expired) != 1:
+            raise Failed("reclaim_expired() by hand, once the store scrubs, did not dead-letter 'c0'")
+        what = "close() of the drained queue whose reclaimer an error stopped"
+        qq.call(f"{what} (docs/API.md: close() never raises that error)", qq.q.close)
+        qq.calls += 1
+        try:
+            qq.q.stop_reclaimer()
+        except RuntimeError:
+            return qq.calls
+        except Exception as exc:  # noqa: BLE001 - judged here
+            raise Failed(f"stop_reclaimer() after {what} raised {type(exc).__name__}: {exc}; docs/API.md: "
+                         f"RuntimeError") from exc
+        raise Failed(f"stop_reclaimer() after {what} returned normally; docs/API.md: the error is kept and raised by "
+                     f"the next stop_reclaimer(), close() in between or not")
+    finally:
+        logging.getLogger("refqueue").removeHandler(quiet)
         qq.close()
 
 
