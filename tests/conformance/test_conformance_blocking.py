@@ -128,7 +128,7 @@ def test_the_certificate_names_each_check_its_time_and_the_bound(tmp_path, capsy
     rc = main(["certify", BASE, "--report", str(tmp_path), "--no-progress", "--wake-bound", "0.1", "--phase", "blocking"])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "  blocking      27 checks, slowest wakeup " in out and "(bound 0.1 s)" in out
+    assert "  blocking      29 checks, slowest wakeup " in out and "(bound 0.1 s)" in out
     for name in CHECKS:
         assert f"                {name:<26} " in out
     (report,) = tmp_path.glob("*.json")  # the certificate the run wrote

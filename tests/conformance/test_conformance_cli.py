@@ -36,7 +36,7 @@ def test_certify_passes_and_writes_the_certificate(tmp_path, monkeypatch, capsys
     assert "skipped" in data["phases"]["faults"]  # the base declares no faults
     assert list(data["phases"]["producers"]["checks"]) == ["deadlock", "orphan", "stress"]
     assert "  producers     3 checks (deadlock, orphan, stress), 22 blocking puts, slowest " in out
-    assert "  blocking      27 checks, slowest wakeup " in out
+    assert "  blocking      29 checks, slowest wakeup " in out
     assert "                acquire-woken-by-put " in out
     assert "**Verdict: PASS**" in (tmp_path / "conformance_mutants_base_make.md").read_text()
 
@@ -189,9 +189,9 @@ def test_pytest_plugin_runs_the_phases_of_a_backend(tmp_path):
         text=True,
     )  # fmt: skip
     assert run.returncode == 1, run.stdout + run.stderr
-    # construction, the 3 checks of producers and the 27 of blocking pass: close is not their concern
+    # construction, the 3 checks of producers and the 29 of blocking pass: close is not their concern
     # (the calls phase fails too: after `with queue:` exited, the pending ref is gone)
-    assert "4 failed, 31 passed" in run.stdout
+    assert "4 failed, 33 passed" in run.stdout
     assert "not-checked" not in run.stdout  # every capability declared: nothing left out
     assert "refqueue-conformance[walks]" in run.stdout and "refqueue-conformance[lockstep]" in run.stdout
     assert "Replay it with this test:" in run.stdout

@@ -48,7 +48,8 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     none concluded.
 ``acquire-woken-by-drain``
     the queue is closed with one lease outstanding, so two consumers blocked
-    in ``acquire(poll_interval=30)`` must wait (the lease may come back); the
+    in ``acquire(poll_interval=30)`` (one since before the close, which must
+    not end its wait) must wait (the lease may come back); the
     ``ack`` that drains the queue must wake both within the bound, with the
     terminal ``None``; then the same on a fresh queue with ``dead_letter``
     (where the backend has it).
@@ -79,6 +80,11 @@ passed as the queue's overrides: ``high = 2b``, ``low = b``, one unit
     (the queue hears nothing); a third producer's one-step put then resumes
     (effective ``4b - 2b parked - b = b``), and the resume must wake both
     blocked producers within the bound: both admitted, ``pause, resume``.
+``acquire-woken-by-admission``
+    a consumer blocked in ``acquire(poll_interval=30)`` beside the producer
+    paused at high: the ack that brings residency to low lets the producer's
+    next step enqueue its ref, and that wakes the consumer within the bound
+    (a later step enqueues as ``put`` does; D6).
 ``put-woken-by-dead-letter``
     as ``put-pauses-and-resumes``, with ``dead_letter`` of the lease instead
     of ``ack``: a dead-letter frees the sample's bytes and wakes the producer.

@@ -120,6 +120,12 @@ NAMED_CHECKS: tuple[Check, ...] = (
         producers.pauses_and_resumes,
     ),
     Wakeup(
+        "acquire-woken-by-admission",
+        "a consumer blocked in acquire beside a producer paused at high is woken within the bound once the ack that "
+        "brings residency to low lets the producer's next step enqueue its ref",
+        producers.acquire_woken_by_admission,
+    ),
+    Wakeup(
         "put-woken-by-dead-letter",
         "the dead_letter that brings residency to low resumes and admits a producer blocked in put_blocks_until_below "
         "within the bound",

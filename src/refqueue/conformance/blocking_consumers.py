@@ -247,11 +247,14 @@ class _Churn:
 
 
 def _closed_with_a_lease_out(qq: WaitQueue) -> tuple[Any, list[Any]]:
-    """Lease 'w0', close the queue, and block two consumers in ``acquire``: the lease and the consumers."""
+    """Lease 'w0', block a consumer in ``acquire``, close the queue (it keeps
+    waiting: not drained) and block a second: the lease and the consumers."""
     lease = leased(qq, "w0")
+    first = blocked_consumer(qq, "consumer 1's ")
     qq.ask("close()", qq.q.close)
     why = "the queue is closed but not drained (a lease is outstanding and may come back): it must wait"
-    return lease, [blocked_consumer(qq, f"consumer {k}'s ", why) for k in (1, 2)]
+    qq.stays_blocked(first, f"close() does not wake it: {why}")
+    return lease, [first, blocked_consumer(qq, "consumer 2's ", why)]
 
 
 def _drained_by(qq: WaitQueue, consumers: list[Any], call: str, finish: Any, want: object, by: str) -> list[float]:

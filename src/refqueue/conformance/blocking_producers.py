@@ -20,12 +20,12 @@ from typing import Any
 from refqueue.conformance.contract import rejection_kind
 from refqueue.conformance.samples import UNIT_BYTES
 from refqueue.conformance.wakeups import (
-    LONG_POLL, VISIBILITY, Attempt, Call, Failed, WaitQueue, blocked_producer, expect_lease, no_error,
-    outcome,
+    LONG_POLL, VISIBILITY, Attempt, Call, Failed, WaitQueue, blocked_consumer, blocked_producer, expect_lease,
+    no_error, outcome,
 )  # fmt: skip
 
 __all__ = [
-    "abort_when", "all_woken_by_resume", "lost_wakeup_in_window", "pauses_and_resumes", "put_woken_by_close",
+    "abort_when", "acquire_woken_by_admission", "all_woken_by_resume", "lost_wakeup_in_window", "pauses_and_resumes", "put_woken_by_close",
     "put_woken_by_dead_letter",
 ]  # fmt: skip
 
@@ -95,6 +95,25 @@ def _expect_resumed(qq: WaitQueue, after: str, refs: str, pending: int) -> None:
 
 def pauses_and_resumes(attempt: Attempt) -> float:
     return _resumed_by(attempt, "ack")
+
+
+def acquire_woken_by_admission(attempt: Attempt) -> float:
+    """A consumer blocked in ``acquire`` beside the paused producer: the ack that
+    lets the producer's next step enqueue 'small' wakes the consumer too (a step
+    enqueues as ``put`` does, and every put wakes one waiting acquire: D6)."""
+    qq = attempt.queue(watermarks=True, visibility=VISIBILITY)
+    lease, producer, _ = _paused_producer(qq)
+    consumer = blocked_consumer(qq, "", "nothing is pending ('small' is parked, not enqueued): it must wait")
+    what = "ack(lease of 'big')"
+    answer, at = qq.waking(what, lambda: qq.w.ack(lease), wakes=PUT)
+    if answer is not True:
+        raise Failed(f"{what} of the live lease returned {answer!r}, not True")
+    qq.woken(producer, f"{what}, which brought residency to low,", at)
+    no_error(producer)
+    latency = qq.woken(consumer, f"{what}, after which the blocked producer's next step enqueued 'small',", at)
+    no_error(consumer)
+    expect_lease(consumer.value, "small", 0, consumer.what)
+    return latency
 
 
 def put_woken_by_dead_letter(attempt: Attempt) -> float:
