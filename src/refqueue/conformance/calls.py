@@ -197,7 +197,9 @@ from refqueue.conformance.harness import Divergence, Harness, ModelConfig
 from refqueue.conformance.phase import (
     Check, ChecksReport, Context, PhaseBase, PhaseResult, checks_counts, checks_doc, checks_result, select_checks,
 )  # fmt: skip
-from refqueue.conformance.probe import WITHIN, Failed, NotRun, Probe, ScrubSwitch, bounded, scrub_switch_probe
+from refqueue.conformance.probe import (
+    WITHIN, Failed, NotRun, Probe, ScrubSwitch, bounded, raises_while_scrubs_fail, scrub_switch_probe,
+)  # fmt: skip
 from refqueue.conformance.render import replay_module
 from refqueue.conformance.session import open_clients
 
@@ -370,16 +372,7 @@ def _scrub_fails(backend: Backend) -> int:
             lease = qq.leased(f"s{k}")
             before = qq.counts()
             dead = list(qq.q.dead_letters()) if qq.caps.dead_letter or qq.caps.max_deliveries else None
-            store.failing = True
-            qq.calls += 1
-            try:
-                value = call(lease)
-            except Exception:  # noqa: BLE001 - the store's failure reached the caller: as documented
-                pass
-            else:
-                raise Failed(f"{name}(lease) returned {value!r} although the store's scrub raised; it must raise")
-            finally:
-                store.failing = False
+            raises_while_scrubs_fail(qq, store, f"{name}(lease)", lambda: call(lease))
             if store.scrubs_refused == 0:
                 raise Failed(f"{name}(lease) of a live lease never called store.scrub")
             qq.expect_counts(before, f"{name}(lease) whose scrub raised (nothing commits)")

@@ -55,7 +55,7 @@ from typing import Any
 
 from refqueue.clock import ManualClock
 from refqueue.conformance.contract import Backend
-from refqueue.conformance.probe import WITHIN, Failed, Probe, scrub_switch_probe
+from refqueue.conformance.probe import WITHIN, Failed, Probe, ScrubSwitch, raises_while_scrubs_fail, scrub_switch_probe
 from refqueue.conformance.samples import UNIT_BYTES
 
 __all__ = [
@@ -225,12 +225,7 @@ def reclaimer_error_kept(backend: Backend) -> int:
         quiet = logging.NullHandler()  # the reclaimer logs the error that stopped it: not the kit's output
         logging.getLogger("refqueue").addHandler(quiet)
         try:
-            qq.call(f"start_reclaimer({RECLAIMER_INTERVAL})", lambda: qq.q.start_reclaimer(RECLAIMER_INTERVAL))
-            if not store.refused.wait(WITHIN):
-                raise Failed(
-                    f"start_reclaimer({RECLAIMER_INTERVAL}) with the only lease past its deadline at max_deliveries=1 "
-                    f"had not tried to scrub its sample within {WITHIN} s; its reclaim dead-letters it, scrubbing it (D2)"
-                )
+            _reclaimer_meets_the_failing_scrub(qq, store)
             qq.calls += 1
             try:
                 qq.q.stop_reclaimer()
@@ -262,6 +257,18 @@ def reclaimer_error_kept(backend: Backend) -> int:
         qq.close()
 
 
+def _reclaimer_meets_the_failing_scrub(qq: Probe, store: ScrubSwitch) -> None:
+    """``start_reclaimer(RECLAIMER_INTERVAL)`` with the only lease past its deadline at
+    ``max_deliveries=1`` and the store's scrub failing: wait (bounded) until the
+    reclaimer's dead-letter has tried the scrub, which stops it with an error."""
+    qq.call(f"start_reclaimer({RECLAIMER_INTERVAL})", lambda: qq.q.start_reclaimer(RECLAIMER_INTERVAL))
+    if not store.refused.wait(WITHIN):
+        raise Failed(
+            f"start_reclaimer({RECLAIMER_INTERVAL}) with the only lease past its deadline at max_deliveries=1 "
+            f"had not tried to scrub its sample within {WITHIN} s; its reclaim dead-letters it, scrubbing it (D2)"
+        )
+
+
 def _error_kept_through_close(backend: Backend) -> int:
     """The reclaimer stopped by its error; the queue then drained and closed:
     ``close()`` returns normally (it never raises the error) and the next
@@ -274,10 +281,7 @@ def _error_kept_through_close(backend: Backend) -> int:
         qq.clock.advance(VISIBILITY + 1.0)
         store.failing = True
         try:
-            qq.call(f"start_reclaimer({RECLAIMER_INTERVAL})", lambda: qq.q.start_reclaimer(RECLAIMER_INTERVAL))
-            if not store.refused.wait(WITHIN):
-                raise Failed(f"start_reclaimer({RECLAIMER_INTERVAL}) with the only lease past its deadline at "
-                             f"max_deliveries=1 had not tried to scrub its sample within {WITHIN} s")
+            _reclaimer_meets_the_failing_scrub(qq, store)
         finally:
             store.failing = False
         if qq.call("reclaim_expired() by hand, the store scrubbing", qq.q.reclaim_expired) != 1:
@@ -314,17 +318,7 @@ def scrub_fails_keeps_windows(backend: Backend) -> int:
                 raise Failed(f"{name} of the live lease on {done!r} did not return True")
             kept = _letters(qq)
             lease = qq.leased(other)
-            store.failing = True
-            qq.calls += 1
-            try:
-                value = call(lease)
-            except Exception:  # noqa: BLE001 - the store's failure reached the caller: as documented
-                pass
-            else:
-                raise Failed(f"{name}(lease of {other!r}) returned {value!r} although the store's scrub raised; it "
-                             f"must raise and commit nothing")
-            finally:
-                store.failing = False
+            raises_while_scrubs_fail(qq, store, f"{name}(lease of {other!r})", lambda: call(lease))
             after = f"{name}(lease of {other!r}) whose scrub raised, on a queue made with {made}"
             qq.refuses_replay(done, f"put({done!r}) again (completed by {name} just before) after {after}: the failed "
                                     f"{name} committed nothing, so the window still holds {done!r}")

@@ -208,6 +208,20 @@ def scrub_switch_probe(backend: Backend, **config: Any) -> tuple[Probe, ScrubSwi
     return qq, switch
 
 
+def raises_while_scrubs_fail(qq: Probe, store: ScrubSwitch, what: str, fn: Callable[[], Any]) -> None:
+    """``fn()`` (``what`` names it) made while ``store``'s scrub raises: it must
+    raise too (the store's failure reaching the caller), else Failed."""
+    store.failing = True
+    qq.calls += 1
+    try:
+        value = fn()
+    except Exception:  # noqa: BLE001 - the store's failure reached the caller: as documented
+        return
+    finally:
+        store.failing = False
+    raise Failed(f"{what} returned {value!r} although the store's scrub raised; it must raise and commit nothing")
+
+
 def bounded(what: str, fn: Callable[[], Any], within: float = WITHIN) -> Any:
     """``fn()`` in a daemon thread joined with a timeout: its value, or Failed."""
     box: dict[str, Any] = {}
